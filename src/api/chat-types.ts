@@ -1,0 +1,145 @@
+/**
+ * The OpenAI chat format: the gateway's internal lingua franca. Requests are validated into
+ * these shapes; provider adapters convert from and to them at the edge.
+ * @see https://platform.openai.com/docs/api-reference/chat
+ */
+
+export type ContentPart =
+  | { type: 'text'; text: string; cache_control?: { type: 'ephemeral'; ttl?: string } }
+  | { type: 'image_url'; image_url: { url: string; detail?: 'auto' | 'low' | 'high' | 'original' } }
+  | { type: 'input_audio'; input_audio: { data: string; format: string } }
+  | { type: 'file'; file: { filename?: string; file_data?: string; file_id?: string } }
+  | { type: 'refusal'; refusal: string };
+
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+export type ChatMessage =
+  | { role: 'system' | 'developer'; content: string | ContentPart[]; name?: string }
+  | { role: 'user'; content: string | ContentPart[]; name?: string }
+  | {
+      role: 'assistant';
+      content?: string | ContentPart[] | null;
+      name?: string;
+      tool_calls?: ToolCall[];
+      refusal?: string | null;
+      reasoning?: string | null;
+    }
+  | { role: 'tool'; content: string | ContentPart[]; tool_call_id: string };
+
+export interface FunctionTool {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean | null };
+}
+
+export type ToolChoice = 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
+
+export type ResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; json_schema: { name: string; description?: string; schema?: Record<string, unknown>; strict?: boolean | null } };
+
+export type ReasoningEffort = 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max';
+
+/** Routing preferences (SPEC §2.1 `provider`). */
+export interface ProviderPreferences {
+  order?: string[];
+  allow_fallbacks?: boolean;
+  require_parameters?: boolean;
+  data_collection?: 'allow' | 'deny';
+  zdr?: boolean;
+  only?: string[];
+  ignore?: string[];
+  quantizations?: string[];
+  sort?: 'price' | 'throughput' | 'latency';
+  /** USD per 1M tokens. */
+  max_price?: { prompt?: number; completion?: number; request?: number };
+}
+
+/** Gateway options (SPEC §2.1 `op`). */
+export interface OpOptions {
+  retention?: 'none' | number;
+  tags?: string[];
+  session?: string;
+}
+
+/** A validated chat completion request. */
+export interface ChatRequest {
+  model: string;
+  messages: ChatMessage[];
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean } | null;
+  max_tokens?: number | null;
+  max_completion_tokens?: number | null;
+  temperature?: number | null;
+  top_p?: number | null;
+  top_k?: number | null;
+  n?: number | null;
+  stop?: string | string[] | null;
+  presence_penalty?: number | null;
+  frequency_penalty?: number | null;
+  repetition_penalty?: number | null;
+  min_p?: number | null;
+  logit_bias?: Record<string, number> | null;
+  logprobs?: boolean | null;
+  top_logprobs?: number | null;
+  tools?: FunctionTool[];
+  tool_choice?: ToolChoice;
+  parallel_tool_calls?: boolean | null;
+  response_format?: ResponseFormat;
+  reasoning?: { effort?: ReasoningEffort; max_tokens?: number; exclude?: boolean; enabled?: boolean };
+  reasoning_effort?: ReasoningEffort | null;
+  seed?: number | null;
+  user?: string;
+  models?: string[];
+  provider?: ProviderPreferences;
+  op?: OpOptions;
+}
+
+/** A validated legacy completion request. */
+export interface CompletionRequest {
+  model: string;
+  prompt: string | string[];
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean } | null;
+  max_tokens?: number | null;
+  temperature?: number | null;
+  top_p?: number | null;
+  n?: number | null;
+  stop?: string | string[] | null;
+  presence_penalty?: number | null;
+  frequency_penalty?: number | null;
+  logit_bias?: Record<string, number> | null;
+  logprobs?: number | null;
+  echo?: boolean | null;
+  suffix?: string | null;
+  best_of?: number | null;
+  seed?: number | null;
+  user?: string;
+  models?: string[];
+  provider?: ProviderPreferences;
+  op?: OpOptions;
+}
+
+/** OpenAI finish reasons as the gateway emits them (`error` only on a failed stream). */
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | 'error';
+
+/**
+ * Token usage of one generation. `null` means "not reported", which is distinct from 0.
+ * All counts are tokens.
+ */
+export interface Usage {
+  promptTokens: number | null;
+  completionTokens: number | null;
+  /** Prompt tokens read from a prompt cache (included in promptTokens). */
+  cachedTokens: number | null;
+  /** Prompt tokens written to a prompt cache (included in promptTokens). */
+  cacheWriteTokens: number | null;
+  /** Reasoning tokens (included in completionTokens). */
+  reasoningTokens: number | null;
+  /** Where the counts came from: the upstream's report, or the gateway's tokenizer. */
+  source: 'upstream' | 'estimated';
+}

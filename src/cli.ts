@@ -1,0 +1,188 @@
+#!/usr/bin/env node
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig, type LoadedConfig } from './config/load.js';
+import { buildGateway } from './server/app.js';
+import { DEFAULT_DATABASE_URL, openDatabase } from './store/database.js';
+import { createKey, disableKey, listKeys } from './store/keys.js';
+import { migrate } from './store/migrations.js';
+
+const USAGE = `opinference — self-hostable OpenAI-compatible LLM gateway
+
+Usage:
+  opinference serve [--config FILE]          start the gateway (default command)
+  opinference keys create --name NAME [--expires-in-days N]
+                                             create a key; its secret is printed once
+  opinference keys list                      list keys (never their secrets)
+  opinference keys disable ID_OR_NAME        disable a key
+  opinference migrate                        create or update the database schema
+  opinference config check [--config FILE]   validate the config file and exit
+
+Environment:
+  OP_CONFIG        config file (default ./opinference.yaml)
+  OP_PORT          port (default 8080)        OP_HOST  address (default 0.0.0.0)
+  OP_DATABASE_URL  sqlite:<path> (default ${DEFAULT_DATABASE_URL})
+  OP_ADMIN_KEY     a key with access to everything
+  OP_LOG_LEVEL     trace|debug|info|warn|error (default info)
+`;
+
+function fail(message: string): never {
+  process.stderr.write(`opinference: ${message}\n`);
+  process.exit(1);
+}
+
+function configPath(flag: string | undefined): { path: string; explicit: boolean } {
+  if (flag) return { path: flag, explicit: true };
+  if (process.env.OP_CONFIG) return { path: process.env.OP_CONFIG, explicit: true };
+  return { path: 'opinference.yaml', explicit: false };
+}
+
+function readConfig(flag: string | undefined): LoadedConfig {
+  const { path, explicit } = configPath(flag);
+  try {
+    return loadConfig(path, { required: explicit });
+  } catch (err) {
+    if (err instanceof ConfigError) fail(err.message);
+    throw err;
+  }
+}
+
+async function withDatabase<T>(fn: (db: ReturnType<typeof openDatabase>['db']) => Promise<T>): Promise<T> {
+  const store = openDatabase(process.env.OP_DATABASE_URL || DEFAULT_DATABASE_URL);
+  try {
+    await migrate(store.db);
+    return await fn(store.db);
+  } finally {
+    await store.close();
+  }
+}
+
+async function serve(flag: string | undefined): Promise<void> {
+  const loaded = readConfig(flag);
+  const store = openDatabase(process.env.OP_DATABASE_URL || DEFAULT_DATABASE_URL);
+  await migrate(store.db);
+  const gateway = buildGateway({
+    loaded,
+    db: store.db,
+    adminKey: process.env.OP_ADMIN_KEY || undefined,
+    logger: { level: process.env.OP_LOG_LEVEL || 'info', redact: ['req.headers.authorization', 'headers.authorization'] },
+  });
+  const log = gateway.app.log;
+  if (!loaded.source) log.warn({ path: configPath(flag).path }, 'no config file found: serving an empty catalog; see examples/opinference.yaml');
+  else log.info({ path: loaded.source, models: loaded.config.models.length, providers: loaded.config.providers.length }, 'config loaded');
+  const port = Number(process.env.OP_PORT || 8080);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`OP_PORT must be a port number, got "${process.env.OP_PORT}"`);
+  const host = process.env.OP_HOST || '0.0.0.0';
+  await gateway.app.listen({ port, host });
+  log.info({ database: store.location }, 'database ready');
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    const drainMs = gateway.runtime().config.server.drain_timeout_ms;
+    log.info({ signal, drainMs }, 'draining: no new requests; waiting for in-flight ones');
+    const timer = setTimeout(() => {
+      log.warn('drain timeout reached; closing remaining connections');
+      gateway.app.server.closeAllConnections();
+    }, drainMs);
+    timer.unref();
+    try {
+      await gateway.close();
+      await store.close();
+      log.info('stopped');
+      process.exit(0);
+    } catch (err) {
+      log.error({ err }, 'error while stopping');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGHUP', () => {
+    const { path, explicit } = configPath(flag);
+    try {
+      const next = loadConfig(path, { required: explicit || loaded.source !== null });
+      gateway.reload(next);
+      log.info({ path, models: next.config.models.length }, 'config reloaded');
+    } catch (err) {
+      log.error({ err: err instanceof Error ? err.message : err }, 'config reload refused; the previous config keeps serving');
+    }
+  });
+}
+
+async function main(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      config: { type: 'string', short: 'c' },
+      name: { type: 'string' },
+      'expires-in-days': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const [command = 'serve', sub] = positionals;
+  if (values.help || command === 'help') {
+    process.stdout.write(USAGE);
+    return;
+  }
+  switch (command) {
+    case 'serve':
+      return serve(values.config);
+    case 'migrate': {
+      const applied = await withDatabase((db) => migrate(db));
+      process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
+      return;
+    }
+    case 'config': {
+      if (sub !== 'check') fail('usage: opinference config check [--config FILE]');
+      const loaded = readConfig(values.config);
+      process.stdout.write(`${loaded.source ?? '(no file: empty catalog)'}: ok — ${loaded.config.providers.length} providers, ${loaded.config.models.length} models\n`);
+      return;
+    }
+    case 'keys':
+      return keysCommand(sub, positionals[2], values);
+    default:
+      fail(`unknown command "${command}"\n\n${USAGE}`);
+  }
+}
+
+async function keysCommand(sub: string | undefined, arg: string | undefined, values: { name?: string; 'expires-in-days'?: string }): Promise<void> {
+  switch (sub) {
+    case 'create': {
+      const name = values.name ?? arg;
+      if (!name) fail('usage: opinference keys create --name NAME');
+      let expiresAt: number | null = null;
+      if (values['expires-in-days'] !== undefined) {
+        const days = Number(values['expires-in-days']);
+        if (!(days > 0)) fail('--expires-in-days must be a positive number');
+        expiresAt = Date.now() + days * 86_400_000;
+      }
+      const { key, secret } = await withDatabase((db) => createKey(db, name, expiresAt));
+      process.stdout.write(`created key ${key.id} (${key.name})\n`);
+      process.stdout.write(`secret (shown once, store it now):\n${secret}\n`);
+      return;
+    }
+    case 'list': {
+      const keys = await withDatabase((db) => listKeys(db));
+      if (keys.length === 0) process.stdout.write('no keys; create one with: opinference keys create --name NAME\n');
+      for (const k of keys) {
+        process.stdout.write(`${k.id}\t${k.name}\t${k.prefix}…\t${k.disabled ? 'disabled' : 'active'}\t${new Date(k.createdAt).toISOString()}\n`);
+      }
+      return;
+    }
+    case 'disable': {
+      if (!arg) fail('usage: opinference keys disable ID_OR_NAME');
+      const n = await withDatabase((db) => disableKey(db, arg));
+      if (n === 0) fail(`no key with id or name "${arg}"`);
+      process.stdout.write(`disabled ${n} key(s)\n`);
+      return;
+    }
+    default:
+      fail('usage: opinference keys create|list|disable');
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  fail(err instanceof Error ? err.message : String(err));
+});

@@ -1,0 +1,143 @@
+import { readFileSync, existsSync } from 'node:fs';
+import { parseDocument } from 'yaml';
+import type { ZodIssue } from 'zod';
+import { configSchema, type GatewayConfig } from './schema.js';
+
+/** Thrown when the config cannot be read or is invalid; `issues` are `path: message` lines. */
+export class ConfigError extends Error {
+  readonly issues: readonly string[];
+  constructor(source: string, issues: string[]) {
+    super(`invalid configuration in ${source}:\n${issues.map((i) => `  - ${i}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.issues = issues;
+  }
+}
+
+/** A validated, deeply frozen configuration plus where it came from. */
+export interface LoadedConfig {
+  readonly config: Readonly<GatewayConfig>;
+  /** The file read, or `null` when none existed and the empty default is used. */
+  readonly source: string | null;
+}
+
+/** Render a zod/JSON path as `models[0].endpoints[1].provider`. */
+export function formatPath(path: ReadonlyArray<string | number>): string {
+  let out = '';
+  for (const part of path) {
+    if (typeof part === 'number') out += `[${part}]`;
+    else out += out === '' ? part : `.${part}`;
+  }
+  return out === '' ? '(root)' : out;
+}
+
+function formatIssue(issue: ZodIssue): string {
+  if (issue.code === 'unrecognized_keys') {
+    return issue.keys.map((k) => `${formatPath([...issue.path, k])}: unknown key`).join('\n  - ');
+  }
+  if (issue.code === 'invalid_union') {
+    return `${formatPath(issue.path)}: ${issue.unionErrors[0]?.issues[0]?.message ?? issue.message}`;
+  }
+  return `${formatPath(issue.path)}: ${issue.message}`;
+}
+
+const VAR = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+
+/**
+ * Replace `${VAR}` (and `${VAR:-default}`) in every string value, recording a path-named issue
+ * for each variable that is unset and has no default.
+ */
+function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, path: (string | number)[], issues: string[]): unknown {
+  if (typeof value === 'string') {
+    return value.replace(VAR, (_m, name: string, fallback: string | undefined) => {
+      const v = env[name];
+      if (v !== undefined && v !== '') return v;
+      if (fallback !== undefined) return fallback;
+      issues.push(`${formatPath(path)}: environment variable ${name} is not set`);
+      return '';
+    });
+  }
+  if (Array.isArray(value)) return value.map((v, i) => substituteEnv(v, env, [...path, i], issues));
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = substituteEnv(v, env, [...path, k], issues);
+    return out;
+  }
+  return value;
+}
+
+/** Cross-reference checks the schema cannot express. */
+function checkReferences(config: GatewayConfig): string[] {
+  const issues: string[] = [];
+  const providers = new Map<string, GatewayConfig['providers'][number]>();
+  config.providers.forEach((p, i) => {
+    if (providers.has(p.id)) issues.push(`providers[${i}].id: duplicate provider id "${p.id}"`);
+    providers.set(p.id, p);
+    if (p.kind === 'openai' && !p.base_url) {
+      issues.push(`providers[${i}].base_url: required for kind "openai"`);
+    }
+    if (p.base_url && !/^https?:\/\//.test(p.base_url)) {
+      issues.push(`providers[${i}].base_url: must start with http:// or https://`);
+    }
+  });
+  const models = new Set<string>();
+  config.models.forEach((m, i) => {
+    if (models.has(m.id)) issues.push(`models[${i}].id: duplicate model id "${m.id}"`);
+    models.add(m.id);
+    m.endpoints.forEach((e, j) => {
+      const at = `models[${i}].endpoints[${j}]`;
+      const p = providers.get(e.provider);
+      if (!p) {
+        const known = [...providers.keys()].join(', ') || 'none configured';
+        issues.push(`${at}.provider: unknown provider "${e.provider}" (known: ${known})`);
+      } else if (p.kind !== 'openai') {
+        issues.push(`${at}.provider: provider "${p.id}" has kind "${p.kind}", which this version does not serve yet`);
+      }
+      const ctx = e.context_length ?? m.context_length;
+      if (e.max_completion_tokens !== undefined && e.max_completion_tokens > ctx) {
+        issues.push(`${at}.max_completion_tokens: ${e.max_completion_tokens} exceeds the context length ${ctx}`);
+      }
+    });
+  });
+  return issues;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value as Record<string, unknown>)) deepFreeze(v);
+  }
+  return value;
+}
+
+/**
+ * Validate a parsed config object: env substitution, strict schema, cross-references, freeze.
+ * @throws ConfigError listing every problem with its config path.
+ */
+export function parseConfig(raw: unknown, source: string, env: NodeJS.ProcessEnv = process.env): Readonly<GatewayConfig> {
+  const issues: string[] = [];
+  const substituted = substituteEnv(raw ?? {}, env, [], issues);
+  if (issues.length > 0) throw new ConfigError(source, issues);
+  const result = configSchema.safeParse(substituted);
+  if (!result.success) throw new ConfigError(source, result.error.issues.map(formatIssue));
+  const refIssues = checkReferences(result.data);
+  if (refIssues.length > 0) throw new ConfigError(source, refIssues);
+  return deepFreeze(result.data);
+}
+
+/**
+ * Read and validate the config file. A missing file is not an error when `required` is false:
+ * the gateway then starts with an empty catalog.
+ * @throws ConfigError on YAML syntax errors, schema violations and dangling references.
+ */
+export function loadConfig(path: string, options: { required?: boolean; env?: NodeJS.ProcessEnv } = {}): LoadedConfig {
+  if (!existsSync(path)) {
+    if (options.required) throw new ConfigError(path, [`(file): not found`]);
+    return { config: parseConfig({}, '(defaults)', options.env), source: null };
+  }
+  const text = readFileSync(path, 'utf8');
+  const doc = parseDocument(text, { prettyErrors: true });
+  if (doc.errors.length > 0) {
+    throw new ConfigError(path, doc.errors.map((e) => `(yaml): ${e.message.split('\n')[0]}`));
+  }
+  return { config: parseConfig(doc.toJS(), path, options.env), source: path };
+}

@@ -1,0 +1,142 @@
+import { z } from 'zod';
+
+/**
+ * The configuration file's schema (SPEC §3). Every object is strict: an unknown key is an
+ * error that names its path. Durations are in milliseconds, prices in USD per 1M tokens.
+ */
+
+const slug = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/i, 'must be a slug: letters, digits, ".", "_" or "-"');
+
+/** Timeouts of upstream calls, in ms. `0` disables one. */
+export const timeoutsSchema = z
+  .object({
+    /** TCP + TLS connect. */
+    connect_ms: z.number().int().min(0).default(10_000),
+    /** From sending the request to the first token (streams) or the response headers (non-stream). */
+    first_token_ms: z.number().int().min(0).default(60_000),
+    /** Longest silence between two stream chunks. */
+    idle_ms: z.number().int().min(0).default(60_000),
+    /** Whole non-streaming call. Never applied to a stream that keeps sending. */
+    total_ms: z.number().int().min(0).default(600_000),
+  })
+  .strict();
+
+export const dataPolicySchema = z
+  .object({
+    retains_prompts: z.boolean().default(false),
+    trains_on_prompts: z.boolean().default(false),
+    zdr: z.boolean().default(false),
+  })
+  .strict();
+
+export const providerSchema = z
+  .object({
+    id: slug,
+    kind: z.enum(['openai', 'anthropic', 'gemini', 'local']),
+    base_url: z.string().url('must be an absolute http(s) URL').optional(),
+    api_key: z.string().optional(),
+    headers: z.record(z.string(), z.string()).default({}),
+    data_policy: dataPolicySchema.default({}),
+    timeouts: timeoutsSchema.default({}),
+    /** Most connections kept open to this provider. */
+    max_connections: z.number().int().min(1).max(10_000).default(256),
+  })
+  .strict();
+
+/** USD per 1M tokens, and USD per request. Given as numbers or decimal strings. */
+const price = z.union([
+  z.number().min(0).refine((n) => Number.isFinite(n) && Math.abs(n * 1e6 - Math.round(n * 1e6)) < 1e-6, 'must have at most 6 decimals'),
+  z.string().regex(/^\d+(\.\d{1,6})?$/, 'must be a non-negative decimal with at most 6 decimals'),
+]);
+
+export const pricingSchema = z
+  .object({
+    prompt: price.default(0),
+    completion: price.default(0),
+    cache_read: price.optional(),
+    cache_write: price.optional(),
+    request: price.default(0),
+  })
+  .strict();
+
+/** Parameter names an endpoint may list in `supported_parameters`. */
+export const KNOWN_PARAMETERS = [
+  'temperature', 'top_p', 'top_k', 'min_p', 'top_a', 'frequency_penalty', 'presence_penalty',
+  'repetition_penalty', 'max_tokens', 'max_completion_tokens', 'logit_bias', 'logprobs',
+  'top_logprobs', 'seed', 'response_format', 'structured_outputs', 'stop', 'tools', 'tool_choice',
+  'parallel_tool_calls', 'include_reasoning', 'reasoning', 'reasoning_effort', 'user', 'n',
+  'web_search_options', 'verbosity', 'prediction', 'service_tier',
+] as const;
+
+export const endpointSchema = z
+  .object({
+    provider: slug,
+    upstream_model: z.string().min(1),
+    context_length: z.number().int().positive().optional(),
+    max_completion_tokens: z.number().int().positive().optional(),
+    pricing: pricingSchema.default({}),
+    supported_parameters: z.array(z.enum(KNOWN_PARAMETERS)).default([
+      'temperature', 'top_p', 'max_tokens', 'max_completion_tokens', 'stop', 'seed',
+      'frequency_penalty', 'presence_penalty',
+    ]),
+    /** The upstream also serves legacy `POST /completions` for this model. */
+    supports_text_completions: z.boolean().default(false),
+    quantization: z.string().optional(),
+    weight: z.number().positive().default(1),
+    timeouts: timeoutsSchema.partial().optional(),
+  })
+  .strict();
+
+const modality = z.enum(['text', 'image', 'audio', 'file', 'video']);
+
+export const modelSchema = z
+  .object({
+    id: z.string().regex(/^[a-z0-9][a-z0-9._-]*\/[a-z0-9][a-z0-9._:-]*$/i, 'must be "author/slug"'),
+    name: z.string().min(1).optional(),
+    description: z.string().optional(),
+    context_length: z.number().int().positive(),
+    architecture: z
+      .object({
+        input_modalities: z.array(modality).min(1).default(['text']),
+        output_modalities: z.array(modality).min(1).default(['text']),
+        tokenizer: z.string().default('GPT'),
+      })
+      .strict()
+      .default({}),
+    endpoints: z.array(endpointSchema).min(1, 'a model needs at least one endpoint'),
+  })
+  .strict();
+
+const retention = z.union([z.literal('none'), z.number().int().min(0)]);
+
+export const serverSchema = z
+  .object({
+    /** Largest accepted request body, in bytes. */
+    body_limit_bytes: z.number().int().min(1024).max(1024 * 1024 * 1024).default(10 * 1024 * 1024),
+    /** Interval of `: keep-alive` comments while a stream waits for its first token, in ms (0 = off). */
+    keepalive_interval_ms: z.number().int().min(0).default(15_000),
+    /** How long SIGTERM waits for in-flight requests, in ms. */
+    drain_timeout_ms: z.number().int().min(0).default(30_000),
+    /** Deepest JSON nesting accepted in a request body. */
+    max_json_depth: z.number().int().min(8).max(1000).default(64),
+  })
+  .strict();
+
+export const configSchema = z
+  .object({
+    server: serverSchema.default({}),
+    /** Default data retention: `none` stores no prompt/completion text, a number keeps it that many days. */
+    retention: retention.default('none'),
+    providers: z.array(providerSchema).default([]),
+    models: z.array(modelSchema).default([]),
+  })
+  .strict();
+
+export type TimeoutsConfig = z.infer<typeof timeoutsSchema>;
+export type ProviderConfig = z.infer<typeof providerSchema>;
+export type PricingConfig = z.infer<typeof pricingSchema>;
+export type EndpointConfig = z.infer<typeof endpointSchema>;
+export type ModelConfig = z.infer<typeof modelSchema>;
+export type ServerConfig = z.infer<typeof serverSchema>;
+export type RetentionSetting = z.infer<typeof retention>;
+export type GatewayConfig = z.infer<typeof configSchema>;

@@ -1,0 +1,153 @@
+/**
+ * The one catalog of every error the gateway produces.
+ *
+ * Each entry fixes the stable `code` clients switch on, the HTTP status, whether retrying the
+ * same request as-is can help (`kind`), what the failure concerns (`scope`) and the OpenAI
+ * `type` that keeps OpenAI SDKs mapping it to the right error class. `docs/errors.md` is
+ * generated from this table (`npm run docs:errors`) and a test fails when the two drift.
+ *
+ * @see ../../../shared/SPEC.md §2.3 (envelope) and seed 003 (gateway semantics)
+ */
+
+/** `terminal`: the same request will fail again; `retryable`: worth retrying as is. */
+export type ErrorKind = 'terminal' | 'retryable';
+
+/** What a failure concerns. */
+export type ErrorScope = 'request' | 'key' | 'model' | 'provider' | 'gateway';
+
+/** OpenAI error `type` values the official SDKs recognise. */
+export type OpenAIErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'permission_error'
+  | 'not_found_error'
+  | 'rate_limit_error'
+  | 'insufficient_quota'
+  | 'server_error'
+  | 'timeout_error';
+
+/** One catalog entry. */
+export interface ErrorDefinition {
+  /** HTTP status sent with the error (before the first byte of a stream). */
+  readonly status: number;
+  readonly kind: ErrorKind;
+  readonly scope: ErrorScope;
+  readonly type: OpenAIErrorType;
+  /** One sentence for the docs page: when this error happens and what to do. */
+  readonly description: string;
+}
+
+const define = <T extends Record<string, ErrorDefinition>>(table: T): { readonly [K in keyof T]: ErrorDefinition } =>
+  Object.freeze(table);
+
+/** Every error code the gateway can emit, keyed by code. */
+export const ERROR_CATALOG = define({
+  invalid_request: {
+    status: 400, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
+    description: 'The request body is malformed or a field has a wrong type or value; `param` names the field.',
+  },
+  invalid_json: {
+    status: 400, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
+    description: 'The request body is not valid JSON (or is nested deeper than the gateway accepts).',
+  },
+  unsupported_media_type: {
+    status: 415, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
+    description: 'The request body is not `application/json`.',
+  },
+  body_too_large: {
+    status: 413, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
+    description: 'The request body is larger than `server.body_limit_bytes` allows.',
+  },
+  unsupported_parameter: {
+    status: 400, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
+    description: 'A parameter has no meaning on this route (for example `suffix` sent to a chat-only endpoint); `param` names it.',
+  },
+  not_found: {
+    status: 404, kind: 'terminal', scope: 'request', type: 'not_found_error',
+    description: 'No such route, or no such object (model, generation).',
+  },
+  method_not_allowed: {
+    status: 405, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
+    description: 'The route exists but not for this HTTP method.',
+  },
+  missing_api_key: {
+    status: 401, kind: 'terminal', scope: 'key', type: 'authentication_error',
+    description: 'No `Authorization: Bearer <key>` header was sent.',
+  },
+  invalid_api_key: {
+    status: 401, kind: 'terminal', scope: 'key', type: 'authentication_error',
+    description: 'The key is unknown, disabled or expired.',
+  },
+  admin_key_required: {
+    status: 403, kind: 'terminal', scope: 'key', type: 'permission_error',
+    description: 'The route needs the admin key (`OP_ADMIN_KEY`).',
+  },
+  no_providers_configured: {
+    status: 503, kind: 'terminal', scope: 'gateway', type: 'invalid_request_error',
+    description: 'The gateway has no providers or models configured; add them to the config file (see README, "Configuration").',
+  },
+  no_endpoint_available: {
+    status: 404, kind: 'terminal', scope: 'model', type: 'invalid_request_error',
+    description: 'No configured endpoint serves the requested model (or none is left after routing filters).',
+  },
+  context_length_exceeded: {
+    status: 400, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
+    description: 'The prompt plus the output limit does not fit the model\'s context window; the upstream message is kept.',
+  },
+  reasoning_exhausted_output_limit: {
+    status: 422, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
+    description: 'The model spent the whole output limit on reasoning and produced no answer; raise `max_completion_tokens` or lower the reasoning effort.',
+  },
+  upstream_bad_request: {
+    status: 400, kind: 'terminal', scope: 'provider', type: 'invalid_request_error',
+    description: 'The upstream refused the request as invalid (its own 4xx); the upstream message and status are passed on.',
+  },
+  upstream_auth_failed: {
+    status: 502, kind: 'terminal', scope: 'provider', type: 'server_error',
+    description: 'The upstream rejected the gateway\'s provider credentials (401/403): fix `api_key` for that provider.',
+  },
+  upstream_rate_limited: {
+    status: 429, kind: 'retryable', scope: 'provider', type: 'rate_limit_error',
+    description: 'The upstream rate-limited the request (429); `Retry-After` is passed on when the upstream sent it.',
+  },
+  upstream_overloaded: {
+    status: 503, kind: 'retryable', scope: 'provider', type: 'server_error',
+    description: 'The upstream said it is overloaded (503 or 529).',
+  },
+  upstream_timeout: {
+    status: 504, kind: 'retryable', scope: 'provider', type: 'timeout_error',
+    description: 'The upstream did not connect, send its first token, keep sending, or finish within the configured timeouts.',
+  },
+  upstream_connection_failed: {
+    status: 502, kind: 'retryable', scope: 'provider', type: 'server_error',
+    description: 'The upstream could not be reached or closed the connection.',
+  },
+  upstream_error: {
+    status: 502, kind: 'retryable', scope: 'provider', type: 'server_error',
+    description: 'The upstream failed (5xx) or reported an error inside its response.',
+  },
+  upstream_invalid_response: {
+    status: 502, kind: 'retryable', scope: 'provider', type: 'server_error',
+    description: 'The upstream answered with something that is not a valid response for its protocol.',
+  },
+  client_closed_request: {
+    status: 499, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
+    description: 'The client disconnected before the response was complete; recorded as a cancelled generation.',
+  },
+  gateway_shutting_down: {
+    status: 503, kind: 'retryable', scope: 'gateway', type: 'server_error',
+    description: 'The gateway is draining for shutdown and accepts no new requests; retry on another replica.',
+  },
+  internal_error: {
+    status: 500, kind: 'retryable', scope: 'gateway', type: 'server_error',
+    description: 'A bug in the gateway. The message is generic; the `request_id` finds the details in the logs.',
+  },
+});
+
+/** Every code in the catalog. */
+export type ErrorCode = keyof typeof ERROR_CATALOG;
+
+/** Look up a code's definition. */
+export function errorDefinition(code: ErrorCode): ErrorDefinition {
+  return ERROR_CATALOG[code];
+}

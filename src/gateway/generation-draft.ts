@@ -1,0 +1,100 @@
+import type { Usage } from '../api/chat-types.js';
+import type { GenerationsTable } from '../store/schema.js';
+
+/** One upstream attempt of a generation. Times in ms. */
+export interface Attempt {
+  endpoint: string;
+  provider: string;
+  model: string;
+  /** Upstream HTTP status, or null when no response arrived (connect error, timeout). */
+  status: number | null;
+  error_code: string | null;
+  latency_ms: number;
+}
+
+/**
+ * The generation record while a request runs; {@link toRow} turns it into exactly one database
+ * row when the request ends, however it ends.
+ */
+export class GenerationDraft {
+  readonly createdAt = Date.now();
+  readonly startedAt = performance.now();
+  servedModel: string | null = null;
+  provider: string | null = null;
+  endpoint: string | null = null;
+  upstreamModel: string | null = null;
+  status: 'success' | 'error' | 'cancelled' = 'success';
+  errorCode: string | null = null;
+  errorMessage: string | null = null;
+  httpStatus = 200;
+  finishReason: string | null = null;
+  nativeFinishReason: string | null = null;
+  cancelled = false;
+  usage: Usage | null = null;
+  costPico = 0n;
+  ttftMs: number | null = null;
+  readonly attempts: Attempt[] = [];
+  dropped: string[] = [];
+  /** Request and output text, kept only when retention allows. */
+  content: { request: unknown; output: unknown } | null = null;
+
+  constructor(
+    readonly id: string,
+    readonly requestId: string,
+    readonly keyId: string | null,
+    readonly api: 'chat' | 'completions',
+    readonly streamed: boolean,
+    public requestedModel: string,
+    public tags: string[] = [],
+    public session: string | null = null,
+    public retention: 'none' | number = 'none',
+  ) {}
+
+  /** Milliseconds since the request started. */
+  elapsed(): number {
+    return Math.round(performance.now() - this.startedAt);
+  }
+
+  markFirstToken(): void {
+    if (this.ttftMs === null) this.ttftMs = this.elapsed();
+  }
+
+  /** The database row. Text goes in only when retention is not `none`. */
+  toRow(): GenerationsTable {
+    const u = this.usage;
+    return {
+      id: this.id,
+      request_id: this.requestId,
+      created_at: this.createdAt,
+      key_id: this.keyId,
+      requested_model: this.requestedModel,
+      served_model: this.servedModel,
+      provider: this.provider,
+      endpoint: this.endpoint,
+      upstream_model: this.upstreamModel,
+      status: this.status,
+      error_code: this.errorCode,
+      error_message: this.retention === 'none' ? null : this.errorMessage,
+      http_status: this.httpStatus,
+      finish_reason: this.finishReason,
+      native_finish_reason: this.nativeFinishReason,
+      api: this.api,
+      streamed: this.streamed ? 1 : 0,
+      cancelled: this.cancelled ? 1 : 0,
+      prompt_tokens: u?.promptTokens ?? null,
+      completion_tokens: u?.completionTokens ?? null,
+      reasoning_tokens: u?.reasoningTokens ?? null,
+      cached_tokens: u?.cachedTokens ?? null,
+      cache_write_tokens: u?.cacheWriteTokens ?? null,
+      usage_source: u?.source ?? null,
+      cost_pico: this.costPico,
+      latency_ms: this.elapsed(),
+      ttft_ms: this.ttftMs,
+      tags: JSON.stringify(this.tags),
+      session: this.session,
+      retention: String(this.retention),
+      detail: JSON.stringify({ attempts: this.attempts, dropped_parameters: this.dropped }),
+      content: this.retention === 'none' || this.content === null ? null : JSON.stringify(this.content),
+    };
+  }
+}

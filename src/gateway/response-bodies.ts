@@ -1,0 +1,44 @@
+import type { ChatResult } from '../providers/types.js';
+import type { UsageJson } from '../relay/usage-json.js';
+
+/** Identity shared by a response and its chunks. */
+export interface ResponseIdentity {
+  id: string;
+  created: number;
+  model: string;
+}
+
+/**
+ * The non-streamed chat completion body (SPEC §2.2).
+ * @see https://platform.openai.com/docs/api-reference/chat/object
+ */
+export function chatCompletionBody(ident: ResponseIdentity, result: ChatResult, usage: UsageJson) {
+  const message: Record<string, unknown> = { role: 'assistant', content: result.content, refusal: result.refusal };
+  if (result.toolCalls.length > 0) message.tool_calls = result.toolCalls;
+  if (result.reasoning !== null) message.reasoning = result.reasoning;
+  const body: Record<string, unknown> = {
+    id: ident.id,
+    object: 'chat.completion',
+    created: ident.created,
+    model: ident.model,
+    choices: [{ index: 0, message, logprobs: null, finish_reason: result.finishReason }],
+    usage,
+  };
+  if (result.systemFingerprint) body.system_fingerprint = result.systemFingerprint;
+  return body;
+}
+
+/**
+ * The non-streamed legacy completion body.
+ * @see https://platform.openai.com/docs/api-reference/completions/object
+ */
+export function textCompletionBody(ident: ResponseIdentity, result: ChatResult, usage: UsageJson) {
+  return {
+    id: ident.id,
+    object: 'text_completion',
+    created: ident.created,
+    model: ident.model,
+    choices: [{ text: result.content ?? '', index: 0, logprobs: null, finish_reason: result.finishReason === 'tool_calls' ? 'stop' : result.finishReason }],
+    usage,
+  };
+}

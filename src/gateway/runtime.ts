@@ -1,0 +1,27 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { GatewayConfig } from '../config/schema.js';
+import { adapterFor } from '../providers/registry.js';
+import type { ProviderAdapter } from '../providers/types.js';
+import type { UpstreamPools } from '../relay/upstream-client.js';
+import type { Catalog } from '../routing/catalog.js';
+import type { GenerationWriter } from '../store/generation-writer.js';
+
+/** Everything a request needs from the running gateway. `config`/`catalog` change on reload. */
+export interface GatewayRuntime {
+  config: Readonly<GatewayConfig>;
+  catalog: Catalog;
+  pools: UpstreamPools;
+  writer: GenerationWriter;
+  log: FastifyBaseLogger;
+  adapters: Map<string, ProviderAdapter>;
+}
+
+/** The adapter of a provider, cached per provider id. */
+export function runtimeAdapter(rt: GatewayRuntime, provider: GatewayConfig['providers'][number]): ProviderAdapter {
+  let a = rt.adapters.get(provider.id);
+  if (!a) {
+    a = adapterFor(provider);
+    rt.adapters.set(provider.id, a);
+  }
+  return a;
+}

@@ -1,0 +1,24 @@
+import type { Usage } from '../../api/chat-types.js';
+import type { OpenAIUsage } from './openai-wire-types.js';
+
+const count = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.round(v) : null);
+
+/**
+ * Convert an OpenAI-format `usage` object. Fields the upstream did not report stay `null`
+ * (not 0). `prompt_tokens` includes cached tokens; `completion_tokens` includes reasoning.
+ * @see https://platform.openai.com/docs/api-reference/chat/object#chat/object-usage
+ */
+export function convertOpenAIUsage(usage: OpenAIUsage | null | undefined): Usage | null {
+  if (!usage || typeof usage !== 'object') return null;
+  const promptTokens = count(usage.prompt_tokens);
+  const completionTokens = count(usage.completion_tokens);
+  if (promptTokens === null && completionTokens === null) return null;
+  return {
+    promptTokens,
+    completionTokens,
+    cachedTokens: count(usage.prompt_tokens_details?.cached_tokens) ?? count(usage.prompt_cache_hit_tokens),
+    cacheWriteTokens: count(usage.prompt_tokens_details?.cache_write_tokens),
+    reasoningTokens: count(usage.completion_tokens_details?.reasoning_tokens),
+    source: 'upstream',
+  };
+}

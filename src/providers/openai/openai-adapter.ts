@@ -1,0 +1,19 @@
+import type { ProviderAdapter } from '../types.js';
+import { convertOpenAIResponse } from './convert-openai-response.js';
+import { convertToOpenAIChatRequest, convertToOpenAICompletionRequest } from './convert-to-openai-request.js';
+import { parseOpenAIErrorResponse } from './openai-error.js';
+import { createOpenAIStreamTransform } from './openai-stream-transform.js';
+
+/**
+ * The adapter for provider kind `openai`: any OpenAI-compatible server (OpenAI, vLLM,
+ * llama.cpp, Ollama, Groq, OpenRouter …).
+ */
+export function createOpenAIAdapter(providerId: string): ProviderAdapter {
+  return {
+    buildChatCall: (req, target, stream) => convertToOpenAIChatRequest(req, target, stream),
+    buildCompletionCall: (req, target, stream) => convertToOpenAICompletionRequest(req, target, stream),
+    parseResult: (body, operation) => convertOpenAIResponse(providerId, body, operation),
+    createStreamTransform: (operation) => createOpenAIStreamTransform(providerId, operation),
+    parseErrorResponse: (status, headers, bodyText) => parseOpenAIErrorResponse(providerId, status, headers, bodyText),
+  };
+}

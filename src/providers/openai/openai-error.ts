@@ -1,0 +1,70 @@
+import type { GatewayError } from '../../errors/gateway-error.js';
+import { parseRetryAfter, upstreamFailureToError } from '../upstream-errors.js';
+import type { OpenAIErrorWire } from './openai-wire-types.js';
+
+const MAX_MESSAGE = 2000;
+
+/** Pull a message, code and param out of whatever error body a server sent. */
+export function readOpenAIErrorBody(bodyText: string): { message: string; code: string | number | null; param: string | null } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(bodyText);
+  } catch {
+    const text = bodyText.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim();
+    return { message: text.slice(0, MAX_MESSAGE), code: null, param: null };
+  }
+  const obj = (parsed ?? {}) as Record<string, unknown>;
+  const err = obj.error;
+  if (typeof err === 'string') return { message: err.slice(0, MAX_MESSAGE), code: null, param: null };
+  if (err && typeof err === 'object') {
+    const e = err as OpenAIErrorWire;
+    const raw = e.metadata && typeof e.metadata.raw === 'string' ? ` (${e.metadata.raw})` : '';
+    return {
+      message: `${String(e.message ?? 'upstream error')}${raw}`.slice(0, MAX_MESSAGE),
+      code: e.code ?? e.type ?? null,
+      param: typeof e.param === 'string' ? e.param : null,
+    };
+  }
+  const message = typeof obj.message === 'string' ? obj.message : typeof obj.detail === 'string' ? obj.detail : bodyText;
+  return { message: message.slice(0, MAX_MESSAGE), code: null, param: null };
+}
+
+/**
+ * Turn a non-2xx response of an OpenAI-compatible server into a catalog error.
+ * @see https://platform.openai.com/docs/guides/error-codes
+ */
+export function parseOpenAIErrorResponse(
+  providerId: string,
+  status: number,
+  headers: Record<string, string | string[] | undefined>,
+  bodyText: string,
+): GatewayError {
+  const { message, code, param } = readOpenAIErrorBody(bodyText);
+  return upstreamFailureToError({
+    providerId,
+    status,
+    message,
+    upstreamCode: code,
+    param,
+    retryAfterSeconds: parseRetryAfter(headers['retry-after']),
+  });
+}
+
+/**
+ * An error object inside a 200 response or stream event (`{"error": {...}}`). Its numeric
+ * `code`, when it looks like an HTTP status (OpenRouter), picks the catalog code.
+ */
+export function inBandOpenAIError(providerId: string, error: OpenAIErrorWire | string): GatewayError {
+  const e: OpenAIErrorWire = typeof error === 'string' ? { message: error } : error;
+  const numeric = typeof e.code === 'number' ? e.code : typeof e.code === 'string' && /^\d{3}$/.test(e.code) ? Number(e.code) : null;
+  const status = numeric !== null && numeric >= 400 && numeric < 600 ? numeric : 500;
+  const retryAfter = typeof e.metadata?.retry_after_seconds === 'number' ? e.metadata.retry_after_seconds : undefined;
+  return upstreamFailureToError({
+    providerId,
+    status: status >= 400 && status < 500 && status !== 408 && status !== 429 ? 502 : status,
+    message: String(e.message ?? 'error inside the upstream response'),
+    upstreamCode: e.code ?? e.type ?? null,
+    param: e.param ?? null,
+    retryAfterSeconds: retryAfter,
+  });
+}

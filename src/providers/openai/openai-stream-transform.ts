@@ -1,0 +1,63 @@
+import type { StreamPart, StreamTransform, UpstreamOperation } from '../types.js';
+import { GatewayError } from '../../errors/gateway-error.js';
+import { convertOpenAIUsage } from './convert-openai-usage.js';
+import { inBandOpenAIError } from './openai-error.js';
+import { mapOpenAIFinishReason } from './map-openai-finish-reason.js';
+import { ToolCallIndexer } from './tool-call-indexer.js';
+import type { OpenAIResponseWire } from './openai-wire-types.js';
+
+/**
+ * Converts the chunks of an OpenAI-compatible stream (chat or legacy completions) into
+ * {@link StreamPart}s. Reasoning comes from `reasoning_content` or `reasoning`; usage may
+ * arrive on any chunk (the last one wins); `[DONE]` ends nothing by itself; an `error` object
+ * in a chunk becomes an error part.
+ * @see https://platform.openai.com/docs/api-reference/chat-streaming
+ */
+export function createOpenAIStreamTransform(providerId: string, _operation: UpstreamOperation): StreamTransform {
+  const tools = new ToolCallIndexer();
+  let finish: string | null | undefined;
+  let finished = false;
+  let usage: StreamPart | undefined;
+
+  return {
+    push({ data }) {
+      if (data === '[DONE]' || data.trim() === '') return [];
+      let chunk: OpenAIResponseWire;
+      try {
+        chunk = JSON.parse(data) as OpenAIResponseWire;
+      } catch {
+        return [{ type: 'error', error: new GatewayError('upstream_invalid_response', `${providerId}: stream event is not JSON`, { metadata: { provider: providerId } }) }];
+      }
+      if (chunk === null || typeof chunk !== 'object') return [];
+      if (chunk.error) return [{ type: 'error', error: inBandOpenAIError(providerId, chunk.error) }];
+      const parts: StreamPart[] = [];
+      const choice = Array.isArray(chunk.choices) ? chunk.choices.find((c) => (c.index ?? 0) === 0) : undefined;
+      if (choice) {
+        const delta = choice.delta ?? {};
+        const reasoning = delta.reasoning_content ?? delta.reasoning;
+        if (typeof reasoning === 'string' && reasoning !== '') parts.push({ type: 'reasoning', text: reasoning });
+        if (typeof delta.content === 'string' && delta.content !== '') parts.push({ type: 'text', text: delta.content });
+        if (typeof choice.text === 'string' && choice.text !== '') parts.push({ type: 'text', text: choice.text });
+        if (typeof delta.refusal === 'string' && delta.refusal !== '') parts.push({ type: 'refusal', text: delta.refusal });
+        if (Array.isArray(delta.tool_calls)) for (const tc of delta.tool_calls) parts.push(...tools.push(tc));
+        if (choice.finish_reason) finish = choice.finish_reason;
+      }
+      const u = convertOpenAIUsage(chunk.usage);
+      if (u) usage = { type: 'usage', usage: u };
+      return parts;
+    },
+    flush() {
+      const parts: StreamPart[] = [];
+      if (!finished) {
+        finished = true;
+        if (finish === undefined && usage === undefined) {
+          // The stream ended with neither a finish reason nor usage: it was cut.
+          return [{ type: 'error', error: new GatewayError('upstream_connection_failed', `${providerId}: the stream ended before the generation finished`, { metadata: { provider: providerId } }) }];
+        }
+        parts.push({ type: 'finish', finishReason: mapOpenAIFinishReason(finish, tools.size > 0), nativeFinishReason: finish ?? null });
+      }
+      if (usage) parts.push(usage);
+      return parts;
+    },
+  };
+}

@@ -1,0 +1,81 @@
+import type { ChatRequest, CompletionRequest, FinishReason, ToolCall, Usage } from '../api/chat-types.js';
+import type { EndpointConfig, ModelConfig, ProviderConfig, TimeoutsConfig } from '../config/schema.js';
+import type { GatewayError } from '../errors/gateway-error.js';
+
+/** One model served by one provider, resolved from config; what the router plans with. */
+export interface ResolvedEndpoint {
+  /** Stable id: `<provider id>/<upstream model>`. */
+  readonly id: string;
+  readonly model: ModelConfig;
+  readonly endpoint: EndpointConfig;
+  readonly provider: ProviderConfig;
+  /** Effective timeouts: the endpoint's overrides on top of the provider's, in ms. */
+  readonly timeouts: TimeoutsConfig;
+  /** Context window in tokens (the endpoint's, else the model's). */
+  readonly contextLength: number;
+}
+
+/** An HTTP call to make upstream. */
+export interface UpstreamCall {
+  url: string;
+  headers: Record<string, string>;
+  /** JSON text of the body. */
+  body: string;
+  /** Request parameters dropped because the endpoint does not list them in `supported_parameters`. */
+  dropped: string[];
+}
+
+/** A provider-neutral piece of a streamed (or complete) generation. */
+export type StreamPart =
+  | { type: 'text'; text: string }
+  | { type: 'reasoning'; text: string }
+  | { type: 'refusal'; text: string }
+  /** A new tool call at a dense 0-based `index`. */
+  | { type: 'tool-call-start'; index: number; id: string; name: string }
+  | { type: 'tool-call-delta'; index: number; argumentsDelta: string }
+  | { type: 'finish'; finishReason: Exclude<FinishReason, 'error'>; nativeFinishReason: string | null }
+  | { type: 'usage'; usage: Usage }
+  | { type: 'error'; error: GatewayError };
+
+/** Turns a provider's stream events into {@link StreamPart}s; one instance per stream. */
+export interface StreamTransform {
+  /** Feed one SSE event (`data` text; `event` name when the protocol uses them). */
+  push(event: { data: string; event?: string | undefined }): StreamPart[];
+  /** The stream ended; return what is still buffered. */
+  flush(): StreamPart[];
+}
+
+/** A complete (non-streamed) result, provider-neutral. */
+export interface ChatResult {
+  content: string | null;
+  reasoning: string | null;
+  refusal: string | null;
+  toolCalls: ToolCall[];
+  finishReason: Exclude<FinishReason, 'error'>;
+  nativeFinishReason: string | null;
+  usage: Usage | null;
+  systemFingerprint?: string | null;
+}
+
+/** Which upstream operation a call performs. */
+export type UpstreamOperation = 'chat' | 'text-completion';
+
+/**
+ * What a provider kind must implement. Adapters are stateless: pure conversions at the edge
+ * between the OpenAI chat format and the provider's wire format.
+ */
+export interface ProviderAdapter {
+  /** Build the upstream chat call. */
+  buildChatCall(req: ChatRequest, target: ResolvedEndpoint, stream: boolean): UpstreamCall;
+  /** Build a native text-completion call, for endpoints with `supports_text_completions`. */
+  buildCompletionCall?(req: CompletionRequest, target: ResolvedEndpoint, stream: boolean): UpstreamCall;
+  /**
+   * Parse a complete 2xx response body (already JSON-parsed).
+   * @throws GatewayError when the body is an error or not a valid response.
+   */
+  parseResult(body: unknown, operation: UpstreamOperation): ChatResult;
+  /** A new stream transform for one streamed response. */
+  createStreamTransform(operation: UpstreamOperation): StreamTransform;
+  /** Turn a non-2xx upstream response into a catalog error (keeps the upstream message). */
+  parseErrorResponse(status: number, headers: Record<string, string | string[] | undefined>, bodyText: string): GatewayError;
+}

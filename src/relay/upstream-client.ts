@@ -1,0 +1,53 @@
+import { Agent, request, type Dispatcher } from 'undici';
+import type { ProviderConfig, TimeoutsConfig } from '../config/schema.js';
+import type { UpstreamCall } from '../providers/types.js';
+
+/**
+ * Keep-alive connection pools, one undici Agent per provider, reused across requests.
+ * Connect timeouts live on the agent; the others are applied per call.
+ */
+export class UpstreamPools {
+  private readonly agents = new Map<string, Agent>();
+
+  /** The agent for a provider (created on first use). */
+  agentFor(provider: ProviderConfig): Agent {
+    let agent = this.agents.get(provider.id);
+    if (!agent) {
+      agent = new Agent({
+        connections: provider.max_connections,
+        keepAliveTimeout: 30_000,
+        keepAliveMaxTimeout: 300_000,
+        connect: { timeout: provider.timeouts.connect_ms || undefined },
+        pipelining: 1,
+      });
+      this.agents.set(provider.id, agent);
+    }
+    return agent;
+  }
+
+  /** Close every pool (waits for in-flight calls). */
+  async close(): Promise<void> {
+    await Promise.all([...this.agents.values()].map((a) => a.close()));
+    this.agents.clear();
+  }
+}
+
+/** What {@link sendUpstream} returns: the response, not yet read. */
+export type UpstreamResponse = Dispatcher.ResponseData;
+
+/**
+ * POST a call upstream. `headersTimeout` is the first-token timeout (ms), `bodyTimeout` the idle
+ * timeout between body chunks (ms); 0 disables either. Cancelling is by `signal`.
+ * @throws undici errors (connect, headers/body timeout, socket) and AbortError; the caller maps them.
+ */
+export function sendUpstream(call: UpstreamCall, agent: Agent, timeouts: TimeoutsConfig, signal: AbortSignal): Promise<UpstreamResponse> {
+  return request(call.url, {
+    method: 'POST',
+    headers: call.headers,
+    body: call.body,
+    dispatcher: agent,
+    signal,
+    headersTimeout: timeouts.first_token_ms,
+    bodyTimeout: timeouts.idle_ms,
+  });
+}

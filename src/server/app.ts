@@ -1,0 +1,145 @@
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { LoadedConfig } from '../config/load.js';
+import { GatewayError, toGatewayError } from '../errors/gateway-error.js';
+import type { GatewayRuntime } from '../gateway/runtime.js';
+import { UpstreamPools } from '../relay/upstream-client.js';
+import { buildCatalog } from '../routing/catalog.js';
+import { GenerationWriter } from '../store/generation-writer.js';
+import type { ApiKey } from '../store/keys.js';
+import type { Database } from '../store/schema.js';
+import { newRequestId } from '../util/ids.js';
+import { KeyResolver } from './auth.js';
+import { parseJsonBody } from './json-body.js';
+import { registerGenerateRoutes } from './routes/generate.js';
+import { registerGenerationRoutes } from './routes/generation.js';
+import { registerModelRoutes } from './routes/models.js';
+import { sendError } from './send-error.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The authenticated key (set for every `/v1` route). */
+    apiKey: ApiKey;
+  }
+}
+
+/** Options of {@link buildGateway}. */
+export interface GatewayOptions {
+  loaded: LoadedConfig;
+  db: Kysely<Database>;
+  /** `OP_ADMIN_KEY`: accepted as a key that sees everything. */
+  adminKey?: string | undefined;
+  /** Fastify logger option (pino options, or false). */
+  logger?: FastifyServerOptions['logger'];
+}
+
+/** A built gateway: the Fastify app and what it runs on. */
+export interface Gateway {
+  app: FastifyInstance;
+  runtime: () => GatewayRuntime;
+  /** Swap in a new validated config without dropping requests. */
+  reload(loaded: LoadedConfig): void;
+  /** Stop accepting, wait for in-flight requests, flush records, close pools. */
+  close(): Promise<void>;
+}
+
+/** Map Fastify's own errors (body parsing, limits, media types) to catalog errors. */
+function fromFastifyError(err: unknown): GatewayError {
+  if (err instanceof GatewayError) return err;
+  const e = err as { code?: string; statusCode?: number; message?: string };
+  switch (e.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new GatewayError('body_too_large', 'the request body is larger than the configured limit (server.body_limit_bytes)');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new GatewayError('unsupported_media_type', 'send the body as Content-Type: application/json');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new GatewayError('invalid_json', 'the request body is empty; send a JSON object');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new GatewayError('invalid_request', 'Content-Length does not match the body');
+    default:
+      if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+        return new GatewayError('invalid_request', e.message ?? 'bad request', { status: e.statusCode });
+      }
+      return toGatewayError(err);
+  }
+}
+
+/**
+ * Build the gateway: Fastify app, routes, auth, error envelope, record writer.
+ * Nothing listens until `app.listen` is called.
+ */
+export function buildGateway(options: GatewayOptions): Gateway {
+  const { db } = options;
+  let config = options.loaded.config;
+  const app = Fastify({
+    logger: options.logger ?? false,
+    bodyLimit: config.server.body_limit_bytes,
+    genReqId: () => newRequestId(),
+    requestIdHeader: false,
+    disableRequestLogging: true,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  });
+  const runtime: GatewayRuntime = {
+    config,
+    catalog: buildCatalog(config),
+    pools: new UpstreamPools(),
+    writer: new GenerationWriter(db, app.log),
+    log: app.log,
+    adapters: new Map(),
+  };
+  const rt = () => runtime;
+  const keys = new KeyResolver(db, options.adminKey);
+
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    try {
+      done(null, parseJsonBody(body as string, runtime.config.server.max_json_depth));
+    } catch (err) {
+      done(err as Error, undefined);
+    }
+  });
+
+  app.decorateRequest('apiKey', null as unknown as ApiKey);
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+    if (req.url.startsWith('/v1/')) req.apiKey = await keys.authenticate(req);
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+  });
+
+  app.setErrorHandler((err, req, reply) => {
+    const gerr = fromFastifyError(err);
+    if (gerr.code === 'internal_error') req.log.error({ err }, 'internal error');
+    sendError(reply, gerr, req.id);
+  });
+  app.setNotFoundHandler((req, reply) => {
+    sendError(reply, new GatewayError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`), req.id);
+  });
+
+  app.get('/health', async () => ({ status: 'ok' }));
+  app.get('/ready', async (_req, reply) => {
+    if (runtime.catalog.empty) return reply.code(200).send({ status: 'ready', warning: 'no models configured' });
+    return { status: 'ready', models: runtime.catalog.models.size };
+  });
+  registerGenerateRoutes(app, rt);
+  registerModelRoutes(app, rt);
+  registerGenerationRoutes(app, rt, db);
+
+  return {
+    app,
+    runtime: rt,
+    reload(loaded) {
+      config = loaded.config;
+      runtime.config = config;
+      runtime.catalog = buildCatalog(config);
+      runtime.adapters.clear();
+    },
+    async close() {
+      await app.close();
+      await runtime.writer.flush();
+      await runtime.pools.close();
+    },
+  };
+}

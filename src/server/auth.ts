@@ -1,0 +1,47 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import { GatewayError } from '../errors/gateway-error.js';
+import { findKeyByHash, hashSecret, type ApiKey } from '../store/keys.js';
+import type { Database } from '../store/schema.js';
+
+/** How long a key lookup is cached, in ms: a disabled key stops working within this time. */
+export const KEY_CACHE_TTL_MS = 5_000;
+
+const ADMIN: ApiKey = { id: 'admin', name: 'admin', prefix: 'admin', disabled: false, createdAt: 0, expiresAt: null, isAdmin: true };
+
+/** Resolves `Authorization: Bearer` secrets to keys, with a short cache in front of the database. */
+export class KeyResolver {
+  private readonly cache = new Map<string, { key: ApiKey | undefined; at: number }>();
+  private readonly adminHash: Buffer | undefined;
+
+  constructor(private readonly db: Kysely<Database>, adminKey: string | undefined) {
+    this.adminHash = adminKey ? Buffer.from(hashSecret(adminKey), 'hex') : undefined;
+  }
+
+  /**
+   * The key of a request.
+   * @throws GatewayError `missing_api_key` or `invalid_api_key`.
+   */
+  async authenticate(req: FastifyRequest): Promise<ApiKey> {
+    const header = req.headers.authorization;
+    const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    if (!match) {
+      throw new GatewayError('missing_api_key', 'send your key as "Authorization: Bearer <key>"; create one with `opinference keys create --name <name>`');
+    }
+    const hash = hashSecret(match[1]!);
+    if (this.adminHash && timingSafeEqual(Buffer.from(hash, 'hex'), this.adminHash)) return ADMIN;
+    const now = Date.now();
+    let entry = this.cache.get(hash);
+    if (!entry || now - entry.at > KEY_CACHE_TTL_MS) {
+      entry = { key: await findKeyByHash(this.db, hash), at: now };
+      if (this.cache.size > 10_000) this.cache.clear();
+      this.cache.set(hash, entry);
+    }
+    const key = entry.key;
+    if (!key) throw new GatewayError('invalid_api_key', 'the API key is not valid');
+    if (key.disabled) throw new GatewayError('invalid_api_key', 'the API key is disabled');
+    if (key.expiresAt !== null && key.expiresAt <= now) throw new GatewayError('invalid_api_key', 'the API key has expired');
+    return key;
+  }
+}

@@ -1,0 +1,61 @@
+import type { FastifyInstance } from 'fastify';
+import type { Kysely } from 'kysely';
+import { picoToUsdString } from '../../accounting/cost.js';
+import { GatewayError } from '../../errors/gateway-error.js';
+import type { GatewayRuntime } from '../../gateway/runtime.js';
+import type { Database, GenerationsTable } from '../../store/schema.js';
+import type { ApiKey } from '../../store/keys.js';
+
+/** The public shape of a generation record (`GET /v1/generation`), OpenRouter's field names where they exist. */
+export function generationObject(row: GenerationsTable) {
+  const detail = JSON.parse(row.detail) as { attempts: unknown[]; dropped_parameters: string[] };
+  return {
+    id: row.id,
+    request_id: row.request_id,
+    created_at: new Date(Number(row.created_at)).toISOString(),
+    api_key_id: row.key_id,
+    model: row.served_model ?? row.requested_model,
+    requested_model: row.requested_model,
+    provider_name: row.provider,
+    endpoint: row.endpoint,
+    upstream_model: row.upstream_model,
+    status: row.status,
+    error_code: row.error_code,
+    error_message: row.error_message,
+    http_status: row.http_status,
+    finish_reason: row.finish_reason,
+    native_finish_reason: row.native_finish_reason,
+    api_type: row.api,
+    streamed: row.streamed === 1,
+    cancelled: row.cancelled === 1,
+    tokens_prompt: row.prompt_tokens,
+    tokens_completion: row.completion_tokens,
+    native_tokens_reasoning: row.reasoning_tokens,
+    native_tokens_cached: row.cached_tokens,
+    native_tokens_cache_write: row.cache_write_tokens,
+    usage_source: row.usage_source,
+    total_cost: picoToUsdString(BigInt(row.cost_pico)),
+    latency: row.latency_ms,
+    time_to_first_token: row.ttft_ms,
+    tags: JSON.parse(row.tags) as string[],
+    session_id: row.session,
+    retention: row.retention === 'none' ? 'none' : Number(row.retention),
+    provider_responses: detail.attempts,
+    dropped_parameters: detail.dropped_parameters,
+    content: row.content === null ? null : (JSON.parse(row.content) as unknown),
+  };
+}
+
+/** `GET /v1/generation?id=gen_…`: a key sees only its own generations; the admin key sees all. */
+export function registerGenerationRoutes(app: FastifyInstance, rt: () => GatewayRuntime, db: Kysely<Database>): void {
+  app.get<{ Querystring: { id?: string } }>('/v1/generation', async (req) => {
+    const id = req.query.id;
+    if (!id || typeof id !== 'string') throw new GatewayError('invalid_request', 'id: is required (?id=gen_…)', { param: 'id' });
+    const key: ApiKey = req.apiKey;
+    const row = rt().writer.pending(id) ?? (await db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirst());
+    if (!row || (!key.isAdmin && row.key_id !== key.id)) {
+      throw new GatewayError('not_found', `no generation ${JSON.stringify(id)} for this key`, { param: 'id' });
+    }
+    return { data: generationObject(row) };
+  });
+}

@@ -1,0 +1,58 @@
+import type { FastifyInstance } from 'fastify';
+import { picoToUsdString, toMicros } from '../../accounting/cost.js';
+import type { ModelConfig } from '../../config/schema.js';
+import { GatewayError } from '../../errors/gateway-error.js';
+import type { GatewayRuntime } from '../../gateway/runtime.js';
+
+/** USD per 1M tokens → USD per token as an exact decimal string (OpenRouter's catalog unit). */
+const perToken = (price: number | string): string => picoToUsdString(toMicros(price));
+
+/**
+ * A catalog entry: OpenAI's model object plus OpenRouter's fields. Pricing is the cheapest
+ * endpoint's, in USD per token (strings); `supported_parameters` is the union over endpoints.
+ */
+export function modelObject(model: ModelConfig) {
+  const cheapest = [...model.endpoints].sort((a, b) => Number(toMicros(a.pricing.prompt) + toMicros(a.pricing.completion) - toMicros(b.pricing.prompt) - toMicros(b.pricing.completion)))[0]!;
+  const params = new Set<string>(['max_tokens', 'max_completion_tokens']);
+  for (const e of model.endpoints) for (const p of e.supported_parameters) params.add(p);
+  const maxCompletion = Math.max(0, ...model.endpoints.map((e) => e.max_completion_tokens ?? 0));
+  const a = model.architecture;
+  return {
+    id: model.id,
+    object: 'model',
+    created: 0,
+    owned_by: model.id.split('/')[0]!,
+    name: model.name ?? model.id,
+    description: model.description ?? '',
+    context_length: model.context_length,
+    architecture: {
+      modality: `${a.input_modalities.join('+')}->${a.output_modalities.join('+')}`,
+      input_modalities: a.input_modalities,
+      output_modalities: a.output_modalities,
+      tokenizer: a.tokenizer,
+    },
+    pricing: {
+      prompt: perToken(cheapest.pricing.prompt),
+      completion: perToken(cheapest.pricing.completion),
+      request: picoToUsdString(toMicros(cheapest.pricing.request) * 1_000_000n),
+      input_cache_read: cheapest.pricing.cache_read !== undefined ? perToken(cheapest.pricing.cache_read) : undefined,
+      input_cache_write: cheapest.pricing.cache_write !== undefined ? perToken(cheapest.pricing.cache_write) : undefined,
+    },
+    top_provider: { context_length: model.context_length, max_completion_tokens: maxCompletion || null },
+    supported_parameters: [...params].sort(),
+  };
+}
+
+/** `GET /v1/models` and `GET /v1/models/{author}/{slug}`. */
+export function registerModelRoutes(app: FastifyInstance, rt: () => GatewayRuntime): void {
+  app.get('/v1/models', async () => ({
+    object: 'list',
+    data: [...rt().catalog.models.values()].map((m) => modelObject(m.model)),
+  }));
+  app.get<{ Params: { author: string; slug: string } }>('/v1/models/:author/:slug', async (req) => {
+    const id = `${req.params.author}/${req.params.slug}`;
+    const entry = rt().catalog.models.get(id);
+    if (!entry) throw new GatewayError('not_found', `no model ${JSON.stringify(id)} in the catalog`, { param: 'model' });
+    return modelObject(entry.model);
+  });
+}

@@ -1,0 +1,78 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Database } from './schema.js';
+import { randomId } from '../util/ids.js';
+
+/** A key as the gateway knows it (never the secret). */
+export interface ApiKey {
+  id: string;
+  name: string;
+  prefix: string;
+  disabled: boolean;
+  createdAt: number;
+  expiresAt: number | null;
+  /** Whether this is the operator's `OP_ADMIN_KEY`. */
+  isAdmin: boolean;
+}
+
+/** Hex SHA-256 of a key secret: the only form in which secrets are stored. */
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex');
+}
+
+function rowToKey(r: Database['api_keys']): ApiKey {
+  return {
+    id: r.id,
+    name: r.name,
+    prefix: r.prefix,
+    disabled: r.disabled !== 0,
+    createdAt: Number(r.created_at),
+    expiresAt: r.expires_at === null ? null : Number(r.expires_at),
+    isAdmin: false,
+  };
+}
+
+/**
+ * Create a key. The secret (`op-<43 base64url chars>`) is returned once and never stored.
+ * @returns the key record and its secret.
+ */
+export async function createKey(db: Kysely<Database>, name: string, expiresAt: number | null = null): Promise<{ key: ApiKey; secret: string }> {
+  const secret = `op-${randomBytes(32).toString('base64url')}`;
+  const row = {
+    id: `key_${randomId(16)}`,
+    name,
+    hash: hashSecret(secret),
+    prefix: secret.slice(0, 9),
+    disabled: 0,
+    created_at: Date.now(),
+    expires_at: expiresAt,
+    settings: '{}',
+  };
+  await db.insertInto('api_keys').values(row).execute();
+  return { key: rowToKey(row), secret };
+}
+
+/** Find a key by the hash of its secret. */
+export async function findKeyByHash(db: Kysely<Database>, hash: string): Promise<ApiKey | undefined> {
+  const row = await db.selectFrom('api_keys').selectAll().where('hash', '=', hash).executeTakeFirst();
+  return row ? rowToKey(row) : undefined;
+}
+
+/** Every key, newest first. */
+export async function listKeys(db: Kysely<Database>): Promise<ApiKey[]> {
+  const rows = await db.selectFrom('api_keys').selectAll().orderBy('created_at', 'desc').execute();
+  return rows.map(rowToKey);
+}
+
+/**
+ * Disable a key by id or name.
+ * @returns the number of keys disabled (0 when none matched).
+ */
+export async function disableKey(db: Kysely<Database>, idOrName: string): Promise<number> {
+  const res = await db
+    .updateTable('api_keys')
+    .set({ disabled: 1 })
+    .where((eb) => eb.or([eb('id', '=', idOrName), eb('name', '=', idOrName)]))
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows);
+}
