@@ -1,0 +1,79 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { parseConfig } from '../../src/config/load.js';
+import { buildGateway, type Gateway } from '../../src/server/app.js';
+import { openDatabase, type OpenDatabase } from '../../src/store/database.js';
+import { createKey } from '../../src/store/keys.js';
+import { migrate } from '../../src/store/migrations.js';
+
+/** A gateway running in this process on 127.0.0.1, port 0, with its own SQLite file. */
+export interface TestGateway {
+  /** `http://127.0.0.1:PORT` */
+  origin: string;
+  /** `http://127.0.0.1:PORT/v1`, for SDK `baseURL`. */
+  baseURL: string;
+  adminKey: string;
+  gateway: Gateway;
+  store: OpenDatabase;
+  /** Create a client key; returns its secret and id. */
+  createKey(name?: string): Promise<{ secret: string; id: string }>;
+  /** Flush queued generation records to the database. */
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Minimal config for one OpenAI-compatible upstream serving one model. */
+export function oneModelConfig(upstreamUrl: string, extra: { endpoint?: Record<string, unknown>; model?: Record<string, unknown>; provider?: Record<string, unknown>; root?: Record<string, unknown> } = {}) {
+  return {
+    providers: [{ id: 'up', kind: 'openai', base_url: upstreamUrl, api_key: 'sk-upstream-secret', ...extra.provider }],
+    models: [
+      {
+        id: 'test/model',
+        name: 'Test model',
+        context_length: 8192,
+        ...extra.model,
+        endpoints: [
+          {
+            provider: 'up',
+            upstream_model: 'upstream-model',
+            pricing: { prompt: 1, completion: 2 },
+            supported_parameters: ['temperature', 'top_p', 'max_tokens', 'max_completion_tokens', 'stop', 'seed', 'tools', 'tool_choice', 'response_format'],
+            ...extra.endpoint,
+          },
+        ],
+      },
+    ],
+    ...extra.root,
+  };
+}
+
+/** Start a gateway with a config object (validated like a file). */
+export async function startGateway(config: unknown = {}): Promise<TestGateway> {
+  const dir = mkdtempSync(join(tmpdir(), 'op-test-'));
+  const store = openDatabase(`sqlite:${join(dir, 'test.db')}`);
+  await migrate(store.db);
+  const adminKey = 'admin-test-key';
+  const gateway = buildGateway({ loaded: { config: parseConfig(config, 'test config'), source: 'test' }, db: store.db, adminKey, logger: false });
+  await gateway.app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (gateway.app.server.address() as AddressInfo).port;
+  const origin = `http://127.0.0.1:${port}`;
+  return {
+    origin,
+    baseURL: `${origin}/v1`,
+    adminKey,
+    gateway,
+    store,
+    async createKey(name = 'test') {
+      const { key, secret } = await createKey(store.db, name);
+      return { secret, id: key.id };
+    },
+    flush: () => gateway.runtime().writer.flush(),
+    async close() {
+      await gateway.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
