@@ -6,6 +6,7 @@ import { convertOpenAIUsage } from './convert-openai-usage.js';
 import { inBandOpenAIError } from './openai-error.js';
 import { mapOpenAIFinishReason } from './map-openai-finish-reason.js';
 import type { OpenAIResponseWire } from './openai-wire-types.js';
+import { readOpenAIContent } from './read-openai-content.js';
 
 /**
  * Convert a complete OpenAI-compatible response (chat or legacy completion) into a
@@ -29,8 +30,9 @@ export function convertOpenAIResponse(providerId: string, body: unknown, operati
       function: { name: tc.function?.name ?? '', arguments: text === '' ? '{}' : text },
     };
   });
-  const reasoning = msg.reasoning_content ?? msg.reasoning ?? null;
-  const content = operation === 'text-completion' ? (choice.text ?? '') : (msg.content ?? null);
+  const parsed = readOpenAIContent(msg.content);
+  const reasoning = (msg.reasoning_content ?? msg.reasoning ?? '') + parsed.reasoning;
+  const content = operation === 'text-completion' ? (choice.text ?? '') : msg.content === null || msg.content === undefined ? null : parsed.text;
   return {
     content,
     reasoning: typeof reasoning === 'string' && reasoning !== '' ? reasoning : null,

@@ -4,6 +4,7 @@ import { convertOpenAIUsage } from './convert-openai-usage.js';
 import { inBandOpenAIError } from './openai-error.js';
 import { mapOpenAIFinishReason } from './map-openai-finish-reason.js';
 import { ToolCallIndexer } from './tool-call-indexer.js';
+import { readOpenAIContent } from './read-openai-content.js';
 import type { OpenAIResponseWire } from './openai-wire-types.js';
 
 /**
@@ -34,9 +35,10 @@ export function createOpenAIStreamTransform(providerId: string, _operation: Upst
       const choice = Array.isArray(chunk.choices) ? chunk.choices.find((c) => (c.index ?? 0) === 0) : undefined;
       if (choice) {
         const delta = choice.delta ?? {};
-        const reasoning = delta.reasoning_content ?? delta.reasoning;
+        const content = readOpenAIContent(delta.content);
+        const reasoning = (delta.reasoning_content ?? delta.reasoning ?? '') + content.reasoning;
         if (typeof reasoning === 'string' && reasoning !== '') parts.push({ type: 'reasoning', text: reasoning });
-        if (typeof delta.content === 'string' && delta.content !== '') parts.push({ type: 'text', text: delta.content });
+        if (content.text !== '') parts.push({ type: 'text', text: content.text });
         if (typeof choice.text === 'string' && choice.text !== '') parts.push({ type: 'text', text: choice.text });
         if (typeof delta.refusal === 'string' && delta.refusal !== '') parts.push({ type: 'refusal', text: delta.refusal });
         if (Array.isArray(delta.tool_calls)) for (const tc of delta.tool_calls) parts.push(...tools.push(tc));

@@ -23,7 +23,8 @@ export interface OpenAIToolCallWire {
 
 export interface OpenAIMessageWire {
   role?: string;
-  content?: string | null;
+  /** A string; Mistral sends an array of text / thinking parts. */
+  content?: string | Array<Record<string, unknown>> | null;
   refusal?: string | null;
   reasoning?: string | null;
   reasoning_content?: string | null;

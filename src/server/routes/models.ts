@@ -49,10 +49,12 @@ export function registerModelRoutes(app: FastifyInstance, rt: () => GatewayRunti
     object: 'list',
     data: [...rt().catalog.models.values()].map((m) => modelObject(m.model)),
   }));
-  app.get<{ Params: { author: string; slug: string } }>('/v1/models/:author/:slug', async (req) => {
-    const id = `${req.params.author}/${req.params.slug}`;
+  const retrieve = (id: string) => {
     const entry = rt().catalog.models.get(id);
     if (!entry) throw new GatewayError('not_found', `no model ${JSON.stringify(id)} in the catalog`, { param: 'model' });
     return modelObject(entry.model);
-  });
+  };
+  app.get<{ Params: { author: string; slug: string } }>('/v1/models/:author/:slug', async (req) => retrieve(`${req.params.author}/${req.params.slug}`));
+  // The OpenAI SDK's models.retrieve('author/slug') encodes the slash: /v1/models/author%2Fslug.
+  app.get<{ Params: { id: string } }>('/v1/models/:id', async (req) => retrieve(req.params.id));
 }
