@@ -124,7 +124,7 @@ export interface Upstream {
   /**
    * Resolves when a client abort happens that no earlier `waitForAbort` call accounted for
    * (the n-th call resolves once `connectionsAborted >= n`, immediately if already so).
-   * Rejects after `timeoutMs` (default 5000).
+   * Rejects after `timeoutMs` (default 5000); a timed-out call does not use up its slot.
    */
   waitForAbort(timeoutMs?: number): Promise<void>;
   /** Stops listening, destroys open sockets and cancels pending timers. */
@@ -371,6 +371,8 @@ export async function startUpstream(): Promise<Upstream> {
         const timer = setTimeout(() => {
           timers.delete(timer);
           abortWaiters.splice(abortWaiters.indexOf(waiter), 1);
+          // Give the slot back so a later call waits for this same abort again.
+          if (abortsAwaited === target) abortsAwaited -= 1;
           reject(new Error(`replay-upstream: no client abort #${target} within ${timeoutMs} ms (aborts so far: ${aborted})`));
         }, timeoutMs);
         timers.add(timer);

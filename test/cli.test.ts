@@ -1,0 +1,130 @@
+/**
+ * The CLI as an operator runs it: `keys create`, `serve` with a config file, a streamed request
+ * from the OpenAI SDK, SIGTERM with a stream in flight (it finishes, records are flushed, exit 0),
+ * no prompt text in the logs or the database, and a bad config refused with its path.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import OpenAI from 'openai';
+import SQLite from 'better-sqlite3';
+import { startUpstream, type Upstream } from './helpers/replay-upstream.js';
+
+const CLI = new URL('../dist/src/cli.js', import.meta.url).pathname;
+const run = promisify(execFile);
+const skip = existsSync(CLI) ? false : 'dist/src/cli.js is missing: run npm run build';
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+const chunk = (content: string) => JSON.stringify({ id: 'u', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] });
+
+describe('opinference CLI', { skip }, () => {
+  let dir: string;
+  let upstream: Upstream;
+  let env: NodeJS.ProcessEnv;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'op-cli-'));
+    upstream = await startUpstream();
+    writeFileSync(
+      join(dir, 'gw.yaml'),
+      [
+        'providers:',
+        '  - id: up',
+        '    kind: openai',
+        '    base_url: ${UPSTREAM_URL}',
+        '    api_key: ${UPSTREAM_KEY}',
+        'models:',
+        '  - id: test/model',
+        '    context_length: 8192',
+        '    endpoints:',
+        '      - provider: up',
+        '        upstream_model: upstream-model',
+        '        pricing: { prompt: 1, completion: 2 }',
+        '',
+      ].join('\n'),
+    );
+    env = { ...process.env, OP_CONFIG: join(dir, 'gw.yaml'), OP_DATABASE_URL: `sqlite:${join(dir, 'op.db')}`, OP_LOG_LEVEL: 'debug', UPSTREAM_URL: upstream.url, UPSTREAM_KEY: 'sk-upstream-never-logged' };
+  });
+  after(async () => {
+    await upstream?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('keys create, serve, stream, SIGTERM drain: exit 0, one record, no text stored or logged', async () => {
+    const created = await run(process.execPath, [CLI, 'keys', 'create', '--name', 'ci'], { env });
+    const secret = /^(op-[A-Za-z0-9_-]{43})$/m.exec(created.stdout)?.[1];
+    assert.ok(secret, created.stdout);
+    const listed = await run(process.execPath, [CLI, 'keys', 'list'], { env });
+    assert.match(listed.stdout, /\tci\top-/);
+    assert.equal(listed.stdout.includes(secret), false);
+
+    const port = await freePort();
+    const child: ChildProcess = spawn(process.execPath, [CLI, 'serve'], { env: { ...env, OP_PORT: String(port), OP_HOST: '127.0.0.1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let logs = '';
+    child.stdout!.on('data', (d) => (logs += d));
+    child.stderr!.on('data', (d) => (logs += d));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      for (let i = 0; i < 100; i++) {
+        const up = await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false);
+        if (up) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const marker = `PROMPT-MARKER-${Date.now()}`;
+      const pieces = ['one ', 'two ', 'three ', 'four ', 'five'];
+      upstream.enqueue({ sse: [...pieces.map(chunk), JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: { prompt_tokens: 9, completion_tokens: 5, total_tokens: 14 } })], delayMs: 150 });
+      const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: secret, maxRetries: 0 });
+      const stream = await client.chat.completions.create({ model: 'test/model', messages: [{ role: 'user', content: marker }], stream: true });
+      let text = '';
+      let signalled = false;
+      for await (const c of stream) {
+        text += c.choices[0]?.delta?.content ?? '';
+        if (!signalled && text.length > 0) {
+          signalled = true;
+          child.kill('SIGTERM'); // drain: the in-flight stream must still finish
+        }
+      }
+      assert.equal(text, 'one two three four five');
+      assert.equal(await exited, 0);
+      assert.match(logs, /draining/);
+      assert.equal(logs.includes(marker), false, 'the prompt reached the logs');
+      assert.equal(logs.includes('sk-upstream-never-logged'), false, 'the upstream key reached the logs');
+      assert.equal(logs.includes(secret), false, 'the client key reached the logs');
+      const db = new SQLite(join(dir, 'op.db'), { readonly: true });
+      const rows = db.prepare('SELECT status, completion_tokens, streamed, content FROM generations').all();
+      db.close();
+      assert.deepEqual(rows, [{ status: 'success', completion_tokens: 5, streamed: 1, content: null }]);
+      for (const f of ['op.db', 'op.db-wal']) {
+        const p = join(dir, f);
+        if (existsSync(p)) assert.equal(readFileSync(p).includes(marker), false, `${f} contains the prompt`);
+      }
+      assert.equal((upstream.requests.at(-1)!.headers.authorization as string), 'Bearer sk-upstream-never-logged');
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  });
+
+  test('a bad config is refused at start with its path in the message', async () => {
+    writeFileSync(join(dir, 'bad.yaml'), 'providers:\n  - id: up\n    kind: openai\n    base_url: http://x\n    timeout: 5\n');
+    await assert.rejects(run(process.execPath, [CLI, 'config', 'check'], { env: { ...env, OP_CONFIG: join(dir, 'bad.yaml') } }), (e: { code?: number; stderr?: string }) => {
+      assert.equal(e.code, 1);
+      assert.match(e.stderr ?? '', /providers\[0\]\.timeout: unknown key/);
+      return true;
+    });
+  });
+});
