@@ -17,6 +17,23 @@ export interface ToolCall {
   function: { name: string; arguments: string };
 }
 
+/**
+ * Provider reasoning state a client must echo back on the next turn (OpenRouter's
+ * `reasoning_details`): Anthropic thinking signatures and redacted thinking, Gemini thought
+ * signatures (with the `id` of the tool call they belong to).
+ */
+export interface ReasoningDetail {
+  type: 'reasoning.text' | 'reasoning.encrypted' | 'reasoning.summary';
+  text?: string;
+  signature?: string;
+  data?: string;
+  /** Tool call id a signature belongs to (Gemini). */
+  id?: string;
+  /** Which provider format produced it, e.g. `anthropic-claude-v1`, `google-gemini-v1`. */
+  format?: string;
+  index?: number;
+}
+
 export type ChatMessage =
   | { role: 'system' | 'developer'; content: string | ContentPart[]; name?: string }
   | { role: 'user'; content: string | ContentPart[]; name?: string }
@@ -27,6 +44,7 @@ export type ChatMessage =
       tool_calls?: ToolCall[];
       refusal?: string | null;
       reasoning?: string | null;
+      reasoning_details?: ReasoningDetail[];
     }
   | { role: 'tool'; content: string | ContentPart[]; tool_call_id: string };
 

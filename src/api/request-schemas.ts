@@ -56,6 +56,21 @@ const message = z.discriminatedUnion('role', [
     tool_calls: z.array(toolCall).optional(),
     refusal: nullable(z.string()),
     reasoning: nullable(z.string()),
+    reasoning_details: z
+      .array(
+        z
+          .object({
+            type: z.enum(['reasoning.text', 'reasoning.encrypted', 'reasoning.summary']),
+            text: z.string().optional(),
+            signature: z.string().optional(),
+            data: z.string().optional(),
+            id: z.string().optional(),
+            format: z.string().optional(),
+            index: z.number().int().optional(),
+          })
+          .passthrough(),
+      )
+      .optional(),
   }),
   z.object({ role: z.literal('tool'), content: textOnly, tool_call_id: z.string().min(1) }),
 ]);

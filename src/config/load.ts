@@ -89,7 +89,7 @@ function checkReferences(config: GatewayConfig): string[] {
       if (!p) {
         const known = [...providers.keys()].join(', ') || 'none configured';
         issues.push(`${at}.provider: unknown provider "${e.provider}" (known: ${known})`);
-      } else if (p.kind !== 'openai') {
+      } else if (p.kind === 'local') {
         issues.push(`${at}.provider: provider "${p.id}" has kind "${p.kind}", which this version does not serve yet`);
       }
       const ctx = e.context_length ?? m.context_length;

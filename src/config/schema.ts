@@ -29,6 +29,18 @@ export const dataPolicySchema = z
   })
   .strict();
 
+/** How a provider adapter may fetch image URLs to inline them (Gemini needs inline data). */
+export const imageFetchSchema = z
+  .object({
+    /** Largest image fetched, in bytes. */
+    max_bytes: z.number().int().min(1).default(20 * 1024 * 1024),
+    /** Whole fetch, in ms. */
+    timeout_ms: z.number().int().min(1).default(10_000),
+    /** Allow loopback, private and link-local addresses (off: prevents SSRF into your network). */
+    allow_private_addresses: z.boolean().default(false),
+  })
+  .strict();
+
 export const providerSchema = z
   .object({
     id: slug,
@@ -40,6 +52,7 @@ export const providerSchema = z
     timeouts: timeoutsSchema.default({}),
     /** Most connections kept open to this provider. */
     max_connections: z.number().int().min(1).max(10_000).default(256),
+    image_fetch: imageFetchSchema.default({}),
   })
   .strict();
 

@@ -35,6 +35,8 @@ export class GenerationDraft {
   ttftMs: number | null = null;
   readonly attempts: Attempt[] = [];
   dropped: string[] = [];
+  /** Conversion adjustments of the attempt that answered (clamped values …). */
+  warnings: string[] = [];
   /** Request and output text, kept only when retention allows. */
   content: { request: unknown; output: unknown } | null = null;
 
@@ -93,7 +95,7 @@ export class GenerationDraft {
       tags: JSON.stringify(this.tags),
       session: this.session,
       retention: String(this.retention),
-      detail: JSON.stringify({ attempts: this.attempts, dropped_parameters: this.dropped }),
+      detail: JSON.stringify({ attempts: this.attempts, dropped_parameters: this.dropped, warnings: this.warnings }),
       content: this.retention === 'none' || this.content === null ? null : JSON.stringify(this.content),
     };
   }

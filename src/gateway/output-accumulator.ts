@@ -1,4 +1,4 @@
-import type { ToolCall, Usage } from '../api/chat-types.js';
+import type { ReasoningDetail, ToolCall, Usage } from '../api/chat-types.js';
 import type { ChatResult, StreamPart } from '../providers/types.js';
 import { estimateTextTokens } from '../accounting/estimate-tokens.js';
 
@@ -11,6 +11,7 @@ export class OutputAccumulator {
   text = '';
   reasoning = '';
   refusal = '';
+  readonly reasoningDetails: ReasoningDetail[] = [];
   readonly toolCalls: ToolCall[] = [];
   finish: Extract<StreamPart, { type: 'finish' }> | undefined;
   usage: Usage | undefined;
@@ -25,6 +26,9 @@ export class OutputAccumulator {
         break;
       case 'refusal':
         this.refusal += part.text;
+        break;
+      case 'reasoning-details':
+        this.reasoningDetails.push(...part.details);
         break;
       case 'tool-call-start':
         this.toolCalls[part.index] = { id: part.id, type: 'function', function: { name: part.name, arguments: '' } };
@@ -71,6 +75,7 @@ export class OutputAccumulator {
     acc.text = result.content ?? '';
     acc.reasoning = result.reasoning ?? '';
     acc.refusal = result.refusal ?? '';
+    acc.reasoningDetails.push(...(result.reasoningDetails ?? []));
     acc.toolCalls.push(...result.toolCalls);
     acc.finish = { type: 'finish', finishReason: result.finishReason, nativeFinishReason: result.nativeFinishReason };
     if (result.usage) acc.usage = result.usage;
@@ -81,6 +86,7 @@ export class OutputAccumulator {
   static resultToParts(result: ChatResult): StreamPart[] {
     const parts: StreamPart[] = [];
     if (result.reasoning) parts.push({ type: 'reasoning', text: result.reasoning });
+    if (result.reasoningDetails?.length) parts.push({ type: 'reasoning-details', details: result.reasoningDetails });
     if (result.content) parts.push({ type: 'text', text: result.content });
     if (result.refusal) parts.push({ type: 'refusal', text: result.refusal });
     result.toolCalls.forEach((tc, index) => {

@@ -16,6 +16,7 @@ export function chatCompletionBody(ident: ResponseIdentity, result: ChatResult, 
   const message: Record<string, unknown> = { role: 'assistant', content: result.content, refusal: result.refusal };
   if (result.toolCalls.length > 0) message.tool_calls = result.toolCalls;
   if (result.reasoning !== null) message.reasoning = result.reasoning;
+  if (result.reasoningDetails?.length) message.reasoning_details = result.reasoningDetails;
   const body: Record<string, unknown> = {
     id: ident.id,
     object: 'chat.completion',

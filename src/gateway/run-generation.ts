@@ -75,10 +75,11 @@ export async function runGeneration(rt: GatewayRuntime, input: GenerationInput, 
       const adapter = runtimeAdapter(rt, target.provider);
       const native = input.api === 'completions' && target.endpoint.supports_text_completions && adapter.buildCompletionCall !== undefined;
       const operation: UpstreamOperation = native ? 'text-completion' : 'chat';
-      const call = native ? adapter.buildCompletionCall!(input.request as CompletionRequest, target, stream) : adapter.buildChatCall(chat, target, stream);
-      draft.dropped = call.dropped;
       const started = performance.now();
       try {
+        const call = native ? adapter.buildCompletionCall!(input.request as CompletionRequest, target, stream) : await adapter.buildChatCall(chat, target, stream);
+        draft.dropped = call.dropped;
+        draft.warnings = call.warnings ?? [];
         const status = stream
           ? await streamAttempt(rt, input, draft, reply, state, target, adapter, call, operation, promptEstimate)
           : await completeAttempt(rt, input, draft, reply, state, target, adapter, call, operation, promptEstimate);

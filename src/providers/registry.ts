@@ -1,18 +1,19 @@
 import type { ProviderConfig } from '../config/schema.js';
+import { createAnthropicAdapter } from './anthropic/anthropic-adapter.js';
+import { createGeminiAdapter } from './gemini/gemini-adapter.js';
 import { createOpenAIAdapter } from './openai/openai-adapter.js';
 import type { ProviderAdapter } from './types.js';
 
-/**
- * The adapter for a provider, by kind. Config validation refuses kinds this version does not
- * serve, so reaching the default branch is a bug.
- */
+/** The adapter for a provider, by kind. */
 export function adapterFor(provider: ProviderConfig): ProviderAdapter {
   switch (provider.kind) {
     case 'openai':
       return createOpenAIAdapter(provider.id);
     case 'anthropic':
+      return createAnthropicAdapter(provider);
     case 'gemini':
+      return createGeminiAdapter(provider);
     case 'local':
-      throw new Error(`provider kind "${provider.kind}" is not implemented yet`);
+      throw new Error('provider kind "local" is not implemented yet');
   }
 }

@@ -1,4 +1,4 @@
-import type { ChatRequest, CompletionRequest, FinishReason, ToolCall, Usage } from '../api/chat-types.js';
+import type { ChatRequest, CompletionRequest, FinishReason, ReasoningDetail, ToolCall, Usage } from '../api/chat-types.js';
 import type { EndpointConfig, ModelConfig, ProviderConfig, TimeoutsConfig } from '../config/schema.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 
@@ -23,12 +23,16 @@ export interface UpstreamCall {
   body: string;
   /** Request parameters dropped because the endpoint does not list them in `supported_parameters`. */
   dropped: string[];
+  /** Adjustments made while converting (e.g. a sampling value clamped), kept in the generation record. */
+  warnings?: string[];
 }
 
 /** A provider-neutral piece of a streamed (or complete) generation. */
 export type StreamPart =
   | { type: 'text'; text: string }
   | { type: 'reasoning'; text: string }
+  /** Reasoning state to echo back next turn (signatures, redacted thinking). */
+  | { type: 'reasoning-details'; details: ReasoningDetail[] }
   | { type: 'refusal'; text: string }
   /** A new tool call at a dense 0-based `index`. */
   | { type: 'tool-call-start'; index: number; id: string; name: string }
@@ -49,6 +53,8 @@ export interface StreamTransform {
 export interface ChatResult {
   content: string | null;
   reasoning: string | null;
+  /** Reasoning state to echo back next turn; empty when none. */
+  reasoningDetails?: ReasoningDetail[];
   refusal: string | null;
   toolCalls: ToolCall[];
   finishReason: Exclude<FinishReason, 'error'>;
@@ -65,8 +71,11 @@ export type UpstreamOperation = 'chat' | 'text-completion';
  * between the OpenAI chat format and the provider's wire format.
  */
 export interface ProviderAdapter {
-  /** Build the upstream chat call. */
-  buildChatCall(req: ChatRequest, target: ResolvedEndpoint, stream: boolean): UpstreamCall;
+  /**
+   * Build the upstream chat call. May be async (e.g. Gemini fetches image URLs to inline them).
+   * @throws GatewayError for requests the provider cannot take (`param` set).
+   */
+  buildChatCall(req: ChatRequest, target: ResolvedEndpoint, stream: boolean): UpstreamCall | Promise<UpstreamCall>;
   /** Build a native text-completion call, for endpoints with `supports_text_completions`. */
   buildCompletionCall?(req: CompletionRequest, target: ResolvedEndpoint, stream: boolean): UpstreamCall;
   /**

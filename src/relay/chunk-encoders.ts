@@ -45,6 +45,8 @@ export function chatChunkEncoder(ident: ChunkIdentity): ChunkEncoder {
           return delta({ content: p.text });
         case 'reasoning':
           return delta({ reasoning: p.text });
+        case 'reasoning-details':
+          return delta({ reasoning_details: p.details });
         case 'refusal':
           return delta({ refusal: p.text });
         case 'tool-call-start':

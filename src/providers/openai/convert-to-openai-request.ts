@@ -28,11 +28,11 @@ const OPTIONAL_PARAMS: ReadonlyArray<readonly [keyof ChatRequest & string, strin
   ['user', 'user'],
 ];
 
-/** Messages as OpenAI-compatible servers expect them: our `reasoning` echo field is not sent. */
+/** Messages as OpenAI-compatible servers expect them: our `reasoning` echo fields are not sent. */
 function toWireMessages(messages: ChatMessage[]): unknown[] {
   return messages.map((m) => {
-    if (m.role === 'assistant' && m.reasoning !== undefined) {
-      const { reasoning: _r, ...rest } = m;
+    if (m.role === 'assistant' && (m.reasoning !== undefined || m.reasoning_details !== undefined)) {
+      const { reasoning: _r, reasoning_details: _d, ...rest } = m;
       return rest;
     }
     return m;
