@@ -49,13 +49,29 @@ interface Scenario {
   endpoints: Behaviour[];
   /** Behaviour the direct baseline calls; default: the last endpoint (the one expected to serve). */
   direct?: Behaviour;
+  /** The user message; default "hi". */
+  prompt?: string;
   /** Extra request fields (merged into the body after model/messages/stream). */
   extraBody?: Record<string, unknown>;
+}
+
+/** About `chars` characters of varied English prose (deterministic), for prompt-size scenarios. */
+function prose(chars: number): string {
+  const words = ['the', 'gateway', 'routes', 'each', 'request', 'to', 'a', 'provider', 'and', 'records', 'its', 'usage', 'cost', 'latency', 'while', 'streaming', 'tokens', 'back', 'from', 'model', 'with', 'fallbacks', 'when', 'an', 'endpoint', 'fails'];
+  let out = '';
+  for (let i = 0; out.length < chars; i++) {
+    out += words[(i * 7 + (i >> 3)) % words.length]!;
+    out += i % 13 === 12 ? '. ' : ' ';
+  }
+  return out.slice(0, chars);
 }
 
 const SCENARIOS: Scenario[] = [
   { id: 'chat', name: 'chat, non-streaming', stream: false, endpoints: ['ok'] },
   { id: 'chat-stream', name: 'chat, streaming', stream: true, endpoints: ['ok'] },
+  { id: 'chat-long', name: 'chat, non-streaming, 16 KB prompt', stream: false, endpoints: ['ok'], prompt: prose(16_000) },
+  // Failover, for example: { id: 'failover', name: 'first endpoint fails at once, second serves', stream: false, endpoints: ['fail', 'ok'] }
+  // (the direct baseline then calls `ok`, the endpoint that serves).
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -287,7 +303,7 @@ interface Target {
 }
 
 function requestBody(s: Scenario): Record<string, unknown> {
-  return { model: `bench/${s.id}`, messages: [{ role: 'user', content: 'hi' }], stream: s.stream, ...s.extraBody };
+  return { model: `bench/${s.id}`, messages: [{ role: 'user', content: s.prompt ?? 'hi' }], stream: s.stream, ...s.extraBody };
 }
 
 function verifier(s: Scenario): (body: string) => boolean {
@@ -626,6 +642,6 @@ async function main(): Promise<void> {
 
 main().catch((err: unknown) => {
   process.stderr.write(`bench: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-  process.exitCode = 1;
-  killAll('SIGKILL');
+  activeRun?.stop();
+  process.exit(1); // the 'exit' handler kills the children and removes the temp dir
 });

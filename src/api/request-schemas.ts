@@ -242,6 +242,7 @@ function pickKnown<T>(value: Record<string, unknown>, known: Set<string>): T {
 }
 
 function requireObject(body: unknown): Record<string, unknown> {
+  if (body === undefined) throw new GatewayError('invalid_json', 'the request body is empty; send a JSON object');
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new GatewayError('invalid_request', 'the request body must be a JSON object');
   }
@@ -263,7 +264,12 @@ export function parseChatRequest(body: unknown): ChatRequest {
  * @throws GatewayError `invalid_request` with `param` set to the first offending field.
  */
 export function parseCompletionRequest(body: unknown): CompletionRequest {
-  const result = completionRequestSchema.safeParse(requireObject(body));
+  const obj = requireObject(body);
+  // Token-id prompts (`[1, 2]`, `[[1, 2]]`) name `prompt` itself, not the first array element.
+  if (Array.isArray(obj.prompt) && obj.prompt.some((p) => typeof p === 'number' || Array.isArray(p))) {
+    throw new GatewayError('invalid_request', 'prompt: must be a string (token-id prompts are not supported)', { param: 'prompt' });
+  }
+  const result = completionRequestSchema.safeParse(obj);
   if (!result.success) throw firstIssueError(result.error.issues);
   return pickKnown<CompletionRequest>(result.data, KNOWN_COMPLETION_FIELDS);
 }

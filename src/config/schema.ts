@@ -135,9 +135,35 @@ export const serverSchema = z
   })
   .strict();
 
+/** Routing, failover and health settings. */
+export const routingSchema = z
+  .object({
+    /** Most upstream attempts for one request (across endpoints and models). */
+    max_attempts: z.number().int().min(1).max(50).default(5),
+    /** No new attempt starts later than this after the request arrived, in ms (0 = no limit). */
+    request_deadline_ms: z.number().int().min(0).default(120_000),
+    /** Longest upstream `Retry-After` honoured as an endpoint cooldown, in ms. */
+    retry_after_cap_ms: z.number().int().min(0).default(60_000),
+    circuit_breaker: z
+      .object({
+        /** Consecutive failures that open an endpoint's circuit. */
+        failure_threshold: z.number().int().min(1).default(5),
+        /** How long an open circuit waits before one half-open probe, in ms. */
+        open_ms: z.number().int().min(1).default(30_000),
+      })
+      .strict()
+      .default({}),
+    /** A failure this recent orders an endpoint last, in ms. */
+    recent_failure_ms: z.number().int().min(0).default(30_000),
+    /** How long health samples are kept, in ms. */
+    stats_window_ms: z.number().int().min(60_000).default(30 * 60_000),
+  })
+  .strict();
+
 export const configSchema = z
   .object({
     server: serverSchema.default({}),
+    routing: routingSchema.default({}),
     /** Default data retention: `none` stores no prompt/completion text, a number keeps it that many days. */
     retention: retention.default('none'),
     providers: z.array(providerSchema).default([]),
@@ -151,5 +177,6 @@ export type PricingConfig = z.infer<typeof pricingSchema>;
 export type EndpointConfig = z.infer<typeof endpointSchema>;
 export type ModelConfig = z.infer<typeof modelSchema>;
 export type ServerConfig = z.infer<typeof serverSchema>;
+export type RoutingConfig = z.infer<typeof routingSchema>;
 export type RetentionSetting = z.infer<typeof retention>;
 export type GatewayConfig = z.infer<typeof configSchema>;

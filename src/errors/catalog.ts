@@ -90,6 +90,14 @@ export const ERROR_CATALOG = define({
     status: 404, kind: 'terminal', scope: 'model', type: 'invalid_request_error',
     description: 'No configured endpoint serves the requested model (or none is left after routing filters).',
   },
+  endpoints_unavailable: {
+    status: 503, kind: 'retryable', scope: 'model', type: 'server_error',
+    description: 'Every endpoint that could serve the request is temporarily out (circuit open after repeated failures, or a rate-limit cooldown); `Retry-After` says when to retry.',
+  },
+  attempts_exhausted: {
+    status: 502, kind: 'retryable', scope: 'model', type: 'server_error',
+    description: 'The request reached `routing.max_attempts` or `routing.request_deadline_ms` before an endpoint answered; the last upstream error is in `metadata`.',
+  },
   context_length_exceeded: {
     status: 400, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
     description: 'The prompt plus the output limit does not fit the model\'s context window; the upstream message is kept.',

@@ -10,6 +10,8 @@ export interface Attempt {
   status: number | null;
   error_code: string | null;
   latency_ms: number;
+  /** Why the router put this endpoint where it was (`provider.order`, `weighted-random` …). */
+  reason: string;
 }
 
 /**
@@ -35,6 +37,8 @@ export class GenerationDraft {
   ttftMs: number | null = null;
   readonly attempts: Attempt[] = [];
   dropped: string[] = [];
+  /** Why the endpoint that answered was chosen. */
+  routingReason: string | null = null;
   /** Conversion adjustments of the attempt that answered (clamped values …). */
   warnings: string[] = [];
   /** Request and output text, kept only when retention allows. */
@@ -95,7 +99,7 @@ export class GenerationDraft {
       tags: JSON.stringify(this.tags),
       session: this.session,
       retention: String(this.retention),
-      detail: JSON.stringify({ attempts: this.attempts, dropped_parameters: this.dropped, warnings: this.warnings }),
+      detail: JSON.stringify({ attempts: this.attempts, routing_reason: this.routingReason, dropped_parameters: this.dropped, warnings: this.warnings }),
       content: this.retention === 'none' || this.content === null ? null : JSON.stringify(this.content),
     };
   }

@@ -4,6 +4,7 @@ import { adapterFor } from '../providers/registry.js';
 import type { ProviderAdapter } from '../providers/types.js';
 import type { UpstreamPools } from '../relay/upstream-client.js';
 import type { Catalog } from '../routing/catalog.js';
+import type { HealthRegistry } from '../routing/endpoint-health.js';
 import type { GenerationWriter } from '../store/generation-writer.js';
 
 /** Everything a request needs from the running gateway. `config`/`catalog` change on reload. */
@@ -14,6 +15,11 @@ export interface GatewayRuntime {
   writer: GenerationWriter;
   log: FastifyBaseLogger;
   adapters: Map<string, ProviderAdapter>;
+  health: HealthRegistry;
+  /** Uniform [0, 1) source for routing's weighted choice. */
+  random: () => number;
+  /** Streams and requests in flight (for drain logs). */
+  inFlight: number;
 }
 
 /** The adapter of a provider, cached per provider id. */

@@ -1,92 +1,161 @@
 import type { ChatRequest } from '../api/chat-types.js';
-import { requestedOutputLimit } from '../api/request-schemas.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { ResolvedEndpoint } from '../providers/types.js';
 import type { Catalog } from './catalog.js';
+import type { HealthRegistry } from './endpoint-health.js';
+import { endpointPrice, filterEndpoint, requiredParameters, type ExclusionReason } from './filters.js';
 
 /** Why an endpoint was left out of a plan. */
 export interface Exclusion {
   endpoint: string;
   model: string;
-  reason: 'unsupported_parameter' | 'context_length' | 'max_completion_tokens';
+  reason: ExclusionReason;
   detail: string;
+}
+
+/** One endpoint of a plan and why it stands where it stands. */
+export interface PlannedEndpoint {
+  target: ResolvedEndpoint;
+  /** `provider.order`, `sort:price`, `weighted-random`, `recently-failing`, `fallback`, `models[1]` … */
+  reason: string;
 }
 
 /** An ordered list of endpoints to try, and what was excluded on the way. */
 export interface RoutePlan {
-  endpoints: ResolvedEndpoint[];
+  endpoints: PlannedEndpoint[];
   excluded: Exclusion[];
 }
 
-/** The request features an endpoint must support (capability filter). */
-function requiredCapabilities(req: ChatRequest): string[] {
-  const needs: string[] = [];
-  if (req.tools && req.tools.length > 0) needs.push('tools');
-  if (req.tool_choice !== undefined && req.tool_choice !== 'auto' && req.tools?.length) needs.push('tool_choice');
-  if (req.response_format && req.response_format.type !== 'text') needs.push('response_format');
-  return needs;
+/** What the router needs besides the request. */
+export interface RouteContext {
+  catalog: Catalog;
+  health: HealthRegistry;
+  /** Uniform [0, 1) source for the price-weighted choice (seedable in tests). */
+  random: () => number;
 }
 
-/** Check one endpoint; return why it cannot serve, or undefined. */
-function exclusionFor(target: ResolvedEndpoint, needs: string[], promptTokens: number, outputLimit: number | undefined): Omit<Exclusion, 'endpoint' | 'model'> | undefined {
-  const supported = target.endpoint.supported_parameters as readonly string[];
-  for (const need of needs) {
-    const ok = need === 'response_format' ? supported.includes('response_format') || supported.includes('structured_outputs') : supported.includes(need);
-    if (!ok) return { reason: 'unsupported_parameter', detail: `does not support "${need}"` };
+/** Order endpoints by a random draw without replacement, weighted by weight / price². */
+function weightedShuffle(items: ResolvedEndpoint[], random: () => number): ResolvedEndpoint[] {
+  const pool = items.map((t) => {
+    const price = endpointPrice(t);
+    return { t, w: t.endpoint.weight / Math.max(price, 1e-9) ** 2 };
+  });
+  const out: ResolvedEndpoint[] = [];
+  while (pool.length > 0) {
+    const total = pool.reduce((s, x) => s + x.w, 0);
+    let r = random() * total;
+    let i = 0;
+    for (; i < pool.length - 1; i++) {
+      r -= pool[i]!.w;
+      if (r < 0) break;
+    }
+    out.push(pool.splice(i, 1)[0]!.t);
   }
-  const maxOut = target.endpoint.max_completion_tokens;
-  if (outputLimit !== undefined && maxOut !== undefined && outputLimit > maxOut) {
-    return { reason: 'max_completion_tokens', detail: `output limit ${outputLimit} exceeds its max_completion_tokens ${maxOut}` };
+  return out;
+}
+
+function sortKey(t: ResolvedEndpoint, by: 'price' | 'throughput' | 'latency', health: HealthRegistry): number {
+  switch (by) {
+    case 'price':
+      return endpointPrice(t);
+    case 'throughput': {
+      const p50 = health.stats(t.id).throughput_last_30m?.p50;
+      return p50 === undefined ? Number.POSITIVE_INFINITY : -p50;
+    }
+    case 'latency':
+      return health.stats(t.id).latency_last_30m?.p50 ?? Number.POSITIVE_INFINITY;
   }
-  const needed = promptTokens + (outputLimit ?? 0);
-  if (needed > target.contextLength) {
-    return { reason: 'context_length', detail: `about ${promptTokens} prompt tokens + ${outputLimit ?? 0} output tokens exceed its context length ${target.contextLength}` };
+}
+
+/** Order the eligible endpoints of one model. */
+function orderModel(eligible: ResolvedEndpoint[], req: ChatRequest, ctx: RouteContext): PlannedEndpoint[] {
+  const pref = req.provider ?? {};
+  let head: PlannedEndpoint[] = [];
+  let rest = eligible;
+  if (pref.order) {
+    for (const slug of pref.order) {
+      for (const t of rest.filter((x) => x.provider.id === slug || x.id === slug)) head.push({ target: t, reason: 'provider.order' });
+      rest = rest.filter((x) => !head.some((h) => h.target === x));
+    }
+    if (pref.allow_fallbacks === false) return head;
   }
-  return undefined;
+  let tail: PlannedEndpoint[];
+  if (pref.sort) {
+    const by = pref.sort;
+    tail = [...rest].sort((a, b) => sortKey(a, by, ctx.health) - sortKey(b, by, ctx.health)).map((t) => ({ target: t, reason: `sort:${by}` }));
+  } else {
+    const healthy = rest.filter((t) => !ctx.health.recentlyFailing(t.id));
+    const failing = rest.filter((t) => ctx.health.recentlyFailing(t.id));
+    tail = [
+      ...weightedShuffle(healthy, ctx.random).map((t) => ({ target: t, reason: 'weighted-random' })),
+      ...failing.map((t) => ({ target: t, reason: 'recently-failing' })),
+    ];
+  }
+  if (head.length > 0) tail = tail.map((p) => ({ ...p, reason: 'fallback' }));
+  head = [...head, ...tail];
+  if (pref.allow_fallbacks === false) head = head.slice(0, 1);
+  return head;
 }
 
 /**
- * Turn a request into an ordered plan: the endpoints of `model` in config order, then those of
- * each model in `models`. Endpoints that cannot serve the request are excluded with a reason.
- * @throws GatewayError `no_providers_configured` when the catalog is empty; `no_endpoint_available`
- *   when no model is known or every endpoint is excluded (the message lists why).
+ * Turn a request into an ordered plan (SPEC §2.1, OpenRouter provider routing): for `model`
+ * then each of `models`, the endpoints that pass every filter, ordered by `provider.order`,
+ * `sort`, or a price-weighted random draw with recently failing endpoints last. Endpoints
+ * whose circuit is open or that are cooling down after a rate limit are left out.
+ * @throws GatewayError `no_providers_configured` (empty catalog), `no_endpoint_available` (unknown
+ *   model or every endpoint filtered out; the message lists why), `context_length_exceeded`
+ *   (only the context window excluded them), `endpoints_unavailable` (only health excluded them).
  */
-export function planRoute(req: ChatRequest, catalog: Catalog, promptTokens: number): RoutePlan {
-  if (catalog.empty) {
+export function planRoute(req: ChatRequest, ctx: RouteContext, promptTokens: number): RoutePlan {
+  if (ctx.catalog.empty) {
     throw new GatewayError(
       'no_providers_configured',
       'no providers or models are configured: add a provider and a model to the config file (opinference.yaml, or the file OP_CONFIG names) and restart; see examples/opinference.yaml',
     );
   }
-  const needs = requiredCapabilities(req);
-  const outputLimit = requestedOutputLimit(req);
+  const needs = requiredParameters(req);
   const plan: RoutePlan = { endpoints: [], excluded: [] };
   const unknown: string[] = [];
-  for (const modelId of [req.model, ...(req.models ?? [])]) {
-    const entry = catalog.models.get(modelId);
+  let retryAfterMs = Number.POSITIVE_INFINITY;
+  const models = [req.model, ...(req.models ?? [])];
+  models.forEach((modelId, position) => {
+    const entry = ctx.catalog.models.get(modelId);
     if (!entry) {
       unknown.push(modelId);
-      continue;
+      return;
     }
+    const eligible: ResolvedEndpoint[] = [];
     for (const target of entry.endpoints) {
-      const why = exclusionFor(target, needs, promptTokens, outputLimit);
-      if (why) plan.excluded.push({ endpoint: target.id, model: modelId, ...why });
-      else if (!plan.endpoints.includes(target)) plan.endpoints.push(target);
+      if (plan.endpoints.some((p) => p.target === target)) continue;
+      let verdict = filterEndpoint(target, req, needs, promptTokens);
+      if (!verdict) {
+        const admission = ctx.health.peek(target.id);
+        if (!admission.ok) {
+          retryAfterMs = Math.min(retryAfterMs, admission.retryAfterMs);
+          verdict = { reason: admission.reason, detail: admission.reason === 'cooldown' ? 'cooling down after a rate limit' : 'circuit open after repeated failures' };
+        }
+      }
+      if (verdict) plan.excluded.push({ endpoint: target.id, model: modelId, ...verdict });
+      else eligible.push(target);
     }
+    const ordered = orderModel(eligible, req, ctx);
+    plan.endpoints.push(...(position === 0 ? ordered : ordered.map((p) => ({ ...p, reason: `models[${position - 1}]:${p.reason}` }))));
+  });
+  if (plan.endpoints.length > 0) return plan;
+  if (plan.excluded.length === 0) {
+    throw new GatewayError('no_endpoint_available', `no endpoint serves model ${JSON.stringify(req.model)}`, { param: 'model', metadata: { unknown_models: unknown } });
   }
-  if (plan.endpoints.length === 0) {
-    if (plan.excluded.length === 0) {
-      throw new GatewayError('no_endpoint_available', `no endpoint serves model ${JSON.stringify(req.model)}`, {
-        param: 'model',
-        metadata: { unknown_models: unknown },
-      });
-    }
-    const contextOnly = plan.excluded.every((e) => e.reason === 'context_length');
-    const reasons = plan.excluded.map((e) => `${e.endpoint}: ${e.detail}`).join('; ');
-    throw new GatewayError(contextOnly ? 'context_length_exceeded' : 'no_endpoint_available', `no endpoint can serve this request for model ${JSON.stringify(req.model)}: ${reasons}`, {
-      param: contextOnly ? 'messages' : null,
-      metadata: { excluded: plan.excluded },
+  const reasons = plan.excluded.map((e) => `${e.endpoint}: ${e.detail}`).join('; ');
+  const all = (...r: ExclusionReason[]) => plan.excluded.every((e) => r.includes(e.reason));
+  const metadata = { excluded: plan.excluded };
+  if (all('circuit_open', 'cooldown')) {
+    throw new GatewayError('endpoints_unavailable', `every endpoint of ${JSON.stringify(req.model)} is temporarily unavailable: ${reasons}`, {
+      retryAfterSeconds: Math.max(1, Math.ceil(retryAfterMs / 1000)),
+      metadata,
     });
   }
-  return plan;
+  if (all('context_length')) {
+    throw new GatewayError('context_length_exceeded', `the request does not fit the context window of ${JSON.stringify(req.model)}: ${reasons}`, { param: 'messages', metadata });
+  }
+  throw new GatewayError('no_endpoint_available', `no endpoint can serve this request for model ${JSON.stringify(req.model)}: ${reasons}`, { metadata });
 }

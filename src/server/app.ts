@@ -1,10 +1,12 @@
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { LoadedConfig } from '../config/load.js';
 import { GatewayError, toGatewayError } from '../errors/gateway-error.js';
 import type { GatewayRuntime } from '../gateway/runtime.js';
 import { UpstreamPools } from '../relay/upstream-client.js';
 import { buildCatalog } from '../routing/catalog.js';
+import { HealthRegistry, type HealthSettings } from '../routing/endpoint-health.js';
+import type { GatewayConfig } from '../config/schema.js';
 import { GenerationWriter } from '../store/generation-writer.js';
 import type { ApiKey } from '../store/keys.js';
 import type { Database } from '../store/schema.js';
@@ -31,6 +33,18 @@ export interface GatewayOptions {
   adminKey?: string | undefined;
   /** Fastify logger option (pino options, or false). */
   logger?: FastifyServerOptions['logger'];
+  /** Random source for the price-weighted endpoint choice (tests pass a seeded one). */
+  random?: () => number;
+}
+
+function healthSettings(config: Readonly<GatewayConfig>): HealthSettings {
+  const r = config.routing;
+  return {
+    failureThreshold: r.circuit_breaker.failure_threshold,
+    openMs: r.circuit_breaker.open_ms,
+    windowMs: r.stats_window_ms,
+    recentFailureMs: r.recent_failure_ms,
+  };
 }
 
 /** A built gateway: the Fastify app and what it runs on. */
@@ -76,7 +90,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
     bodyLimit: config.server.body_limit_bytes,
     genReqId: () => newRequestId(),
     requestIdHeader: false,
-    disableRequestLogging: true,
+    // One log line per request comes from our own hooks (and one per generation), not Fastify's two.
+    logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
   });
@@ -87,11 +102,15 @@ export function buildGateway(options: GatewayOptions): Gateway {
     writer: new GenerationWriter(db, app.log),
     log: app.log,
     adapters: new Map(),
+    health: new HealthRegistry(healthSettings(config)),
+    random: options.random ?? Math.random,
+    inFlight: 0,
   };
   const rt = () => runtime;
   const keys = new KeyResolver(db, options.adminKey);
 
-  app.removeContentTypeParser('application/json');
+  // JSON only: any other content type (text/plain included) is a 415.
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     try {
       done(null, parseJsonBody(body as string, runtime.config.server.max_json_depth));
@@ -135,6 +154,11 @@ export function buildGateway(options: GatewayOptions): Gateway {
       runtime.config = config;
       runtime.catalog = buildCatalog(config);
       runtime.adapters.clear();
+      runtime.health.settings = healthSettings(config);
+      // New pools pick up changed providers; the old ones close once their calls finish.
+      const oldPools = runtime.pools;
+      runtime.pools = new UpstreamPools();
+      void oldPools.close();
     },
     async close() {
       await app.close();

@@ -25,7 +25,8 @@ export function jsonDepthExceeds(text: string, limit: number): boolean {
  * @throws GatewayError `invalid_json`.
  */
 export function parseJsonBody(text: string, maxDepth: number): unknown {
-  if (text.trim() === '') throw new GatewayError('invalid_json', 'the request body is empty; send a JSON object');
+  // An empty body parses to undefined: routes that need a body say so (and an unknown route stays a 404).
+  if (text.trim() === '') return undefined;
   if (jsonDepthExceeds(text, maxDepth)) throw new GatewayError('invalid_json', `the request body is nested deeper than ${maxDepth} levels`);
   try {
     return JSON.parse(text, (key, value: unknown) => (key === '__proto__' ? undefined : value));

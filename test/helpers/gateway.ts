@@ -50,12 +50,19 @@ export function oneModelConfig(upstreamUrl: string, extra: { endpoint?: Record<s
 }
 
 /** Start a gateway with a config object (validated like a file). */
-export async function startGateway(config: unknown = {}): Promise<TestGateway> {
+/**
+ * Routing health defaults for tests: tests share one gateway across many failures, so the
+ * circuit breaker and rate-limit cooldowns are off unless a test's config sets `routing`.
+ */
+const TEST_ROUTING = { circuit_breaker: { failure_threshold: 1000 }, retry_after_cap_ms: 0, recent_failure_ms: 0 };
+
+export async function startGateway(config: unknown = {}, options: { random?: () => number } = {}): Promise<TestGateway> {
+  const withRouting = config && typeof config === 'object' && !('routing' in config) ? { ...config, routing: TEST_ROUTING } : config;
   const dir = mkdtempSync(join(tmpdir(), 'op-test-'));
   const store = openDatabase(`sqlite:${join(dir, 'test.db')}`);
   await migrate(store.db);
   const adminKey = 'admin-test-key';
-  const gateway = buildGateway({ loaded: { config: parseConfig(config, 'test config'), source: 'test' }, db: store.db, adminKey, logger: false });
+  const gateway = buildGateway({ loaded: { config: parseConfig(withRouting, 'test config'), source: 'test' }, db: store.db, adminKey, logger: false, random: options.random });
   await gateway.app.listen({ port: 0, host: '127.0.0.1' });
   const port = (gateway.app.server.address() as AddressInfo).port;
   const origin = `http://127.0.0.1:${port}`;

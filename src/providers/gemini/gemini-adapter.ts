@@ -1,7 +1,24 @@
 import type { ProviderConfig } from '../../config/schema.js';
 import type { ProviderAdapter } from '../types.js';
+import { convertGeminiResponse } from './convert-gemini-response.js';
+import { convertToGeminiRequest } from './convert-to-gemini-request.js';
+import { fetchImage } from './fetch-image.js';
+import { parseGeminiErrorResponse } from './gemini-error.js';
+import { createGeminiStreamTransform } from './gemini-stream-transform.js';
 
-/** The adapter for provider kind `gemini` (work in progress). */
+/**
+ * The adapter for provider kind `gemini`: the Gemini API's `generateContent` and
+ * `streamGenerateContent?alt=sse`, converted from and to the OpenAI chat format. Chat only:
+ * legacy completions reach it as one user message. Image URLs are downloaded with the
+ * provider's `image_fetch` settings.
+ * @see https://ai.google.dev/api/generate-content
+ */
 export function createGeminiAdapter(provider: ProviderConfig): ProviderAdapter {
-  throw new Error(`provider kind "gemini" (${provider.id}) is not implemented yet`);
+  const download = (url: string, param: string) => fetchImage(url, param, provider.image_fetch);
+  return {
+    buildChatCall: (req, target, stream) => convertToGeminiRequest(req, target, stream, download),
+    parseResult: (body) => convertGeminiResponse(provider.id, body),
+    createStreamTransform: () => createGeminiStreamTransform(provider.id),
+    parseErrorResponse: (status, headers, bodyText) => parseGeminiErrorResponse(provider.id, status, headers, bodyText),
+  };
 }

@@ -3,6 +3,7 @@ import { picoToUsdString, toMicros } from '../../accounting/cost.js';
 import type { ModelConfig } from '../../config/schema.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import type { GatewayRuntime } from '../../gateway/runtime.js';
+import type { ResolvedEndpoint } from '../../providers/types.js';
 
 /** USD per 1M tokens → USD per token as an exact decimal string (OpenRouter's catalog unit). */
 const perToken = (price: number | string): string => picoToUsdString(toMicros(price));
@@ -43,6 +44,38 @@ export function modelObject(model: ModelConfig) {
   };
 }
 
+/**
+ * One endpoint with pricing (USD per token, strings), limits and live health: circuit state,
+ * uptime (share of successful attempts, rate limits excluded), time to first token (ms) and
+ * throughput (output tokens per second) percentiles over the last 30 minutes.
+ */
+export function endpointObject(t: ResolvedEndpoint, runtime: GatewayRuntime) {
+  const stats = runtime.health.stats(t.id);
+  const p = t.endpoint.pricing;
+  return {
+    name: `${t.provider.id} | ${t.model.id}`,
+    tag: t.id,
+    model_id: t.model.id,
+    provider_name: t.provider.id,
+    provider_kind: t.provider.kind,
+    upstream_model: t.endpoint.upstream_model,
+    context_length: t.contextLength,
+    max_completion_tokens: t.endpoint.max_completion_tokens ?? null,
+    pricing: {
+      prompt: perToken(p.prompt),
+      completion: perToken(p.completion),
+      request: picoToUsdString(toMicros(p.request) * 1_000_000n),
+      input_cache_read: p.cache_read !== undefined ? perToken(p.cache_read) : undefined,
+      input_cache_write: p.cache_write !== undefined ? perToken(p.cache_write) : undefined,
+    },
+    quantization: t.endpoint.quantization ?? 'unknown',
+    supported_parameters: [...t.endpoint.supported_parameters],
+    data_policy: t.provider.data_policy,
+    status: stats.circuit === 'closed' ? 0 : -1,
+    ...stats,
+  };
+}
+
 /** `GET /v1/models` and `GET /v1/models/{author}/{slug}`. */
 export function registerModelRoutes(app: FastifyInstance, rt: () => GatewayRuntime): void {
   app.get('/v1/models', async () => ({
@@ -55,6 +88,22 @@ export function registerModelRoutes(app: FastifyInstance, rt: () => GatewayRunti
     return modelObject(entry.model);
   };
   app.get<{ Params: { author: string; slug: string } }>('/v1/models/:author/:slug', async (req) => retrieve(`${req.params.author}/${req.params.slug}`));
+  app.get<{ Params: { author: string; slug: string } }>('/v1/models/:author/:slug/endpoints', async (req) => {
+    const id = `${req.params.author}/${req.params.slug}`;
+    const entry = rt().catalog.models.get(id);
+    if (!entry) throw new GatewayError('not_found', `no model ${JSON.stringify(id)} in the catalog`, { param: 'model' });
+    const model = entry.model;
+    const a = model.architecture;
+    return {
+      data: {
+        id: model.id,
+        name: model.name ?? model.id,
+        description: model.description ?? '',
+        architecture: { input_modalities: a.input_modalities, output_modalities: a.output_modalities, tokenizer: a.tokenizer },
+        endpoints: entry.endpoints.map((t) => endpointObject(t, rt())),
+      },
+    };
+  });
   // The OpenAI SDK's models.retrieve('author/slug') encodes the slash: /v1/models/author%2Fslug.
   app.get<{ Params: { id: string } }>('/v1/models/:id', async (req) => retrieve(req.params.id));
 }

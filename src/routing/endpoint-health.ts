@@ -1,0 +1,190 @@
+/**
+ * Health of each endpoint: a circuit breaker and rolling statistics (success rate, time to
+ * first token, latency, output tokens per second). The router reads it to order and exclude
+ * endpoints; `GET /v1/models/{author}/{slug}/endpoints` shows it. In-process, per replica.
+ * Times are ms; throughput is output tokens per second.
+ */
+
+/** Breaker and statistics settings (config `routing`). */
+export interface HealthSettings {
+  /** Consecutive failures that open the circuit. */
+  failureThreshold: number;
+  /** How long an open circuit refuses traffic before one half-open probe, in ms. */
+  openMs: number;
+  /** How long samples are kept, in ms. */
+  windowMs: number;
+  /** A failure within this many ms makes an endpoint "recently failing" (ordered last), in ms. */
+  recentFailureMs: number;
+}
+
+export type CircuitState = 'closed' | 'open' | 'half-open';
+
+interface Sample {
+  at: number;
+  ok: boolean;
+  latencyMs: number;
+  ttftMs: number | null;
+  tokensPerSecond: number | null;
+}
+
+/** Percentiles of a metric; null when no sample has it. */
+export interface Percentiles {
+  p50: number;
+  p75: number;
+  p90: number;
+  p99: number;
+}
+
+/** A snapshot for the endpoints page and for `sort`. */
+export interface EndpointStats {
+  circuit: CircuitState;
+  /** Success share of finished attempts (rate-limited ones excluded); null with no data. */
+  uptime_last_5m: number | null;
+  uptime_last_30m: number | null;
+  /** Time to first token, ms. */
+  latency_last_30m: Percentiles | null;
+  /** Whole-attempt duration, ms. */
+  duration_last_30m: Percentiles | null;
+  /** Output tokens per second. */
+  throughput_last_30m: Percentiles | null;
+  requests_last_30m: number;
+  last_failure_at: string | null;
+  cooldown_until: string | null;
+}
+
+class EndpointHealth {
+  state: CircuitState = 'closed';
+  consecutiveFailures = 0;
+  openedAt = 0;
+  probeInFlight = false;
+  cooldownUntil = 0;
+  lastFailureAt = 0;
+  samples: Sample[] = [];
+}
+
+function percentiles(values: number[]): Percentiles | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+  return { p50: at(0.5), p75: at(0.75), p90: at(0.9), p99: at(0.99) };
+}
+
+/** Whether an endpoint may be tried now, and why not. */
+export type Admission = { ok: true; probe: boolean } | { ok: false; reason: 'circuit_open' | 'cooldown'; retryAfterMs: number };
+
+/** Health of every endpoint, by endpoint id. */
+export class HealthRegistry {
+  private readonly byId = new Map<string, EndpointHealth>();
+
+  constructor(
+    public settings: HealthSettings,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  private get(id: string): EndpointHealth {
+    let h = this.byId.get(id);
+    if (!h) {
+      h = new EndpointHealth();
+      this.byId.set(id, h);
+    }
+    return h;
+  }
+
+  /** Whether the endpoint may be tried now, without reserving a probe. */
+  peek(id: string): Admission {
+    const h = this.get(id);
+    const now = this.now();
+    if (h.cooldownUntil > now) return { ok: false, reason: 'cooldown', retryAfterMs: h.cooldownUntil - now };
+    if (h.state === 'open') {
+      const wait = h.openedAt + this.settings.openMs - now;
+      if (wait > 0 || h.probeInFlight) return { ok: false, reason: 'circuit_open', retryAfterMs: Math.max(wait, 1000) };
+      return { ok: true, probe: true };
+    }
+    if (h.state === 'half-open' && h.probeInFlight) return { ok: false, reason: 'circuit_open', retryAfterMs: 1000 };
+    return { ok: true, probe: h.state === 'half-open' };
+  }
+
+  /** Reserve an attempt: an open circuit past its wait lets exactly one probe through. */
+  admit(id: string): Admission {
+    const a = this.peek(id);
+    if (a.ok && a.probe) {
+      const h = this.get(id);
+      h.state = 'half-open';
+      h.probeInFlight = true;
+    }
+    return a;
+  }
+
+  /** Whether the endpoint failed recently (it is then ordered last). */
+  recentlyFailing(id: string): boolean {
+    const h = this.byId.get(id);
+    return h !== undefined && (h.state !== 'closed' || this.now() - h.lastFailureAt < this.settings.recentFailureMs);
+  }
+
+  /** An attempt succeeded. `outputTokens` over `durationMs` gives throughput. */
+  recordSuccess(id: string, m: { latencyMs: number; ttftMs: number | null; outputTokens: number | null }): void {
+    const h = this.get(id);
+    h.state = 'closed';
+    h.consecutiveFailures = 0;
+    h.probeInFlight = false;
+    const genMs = m.ttftMs !== null ? m.latencyMs - m.ttftMs : m.latencyMs;
+    const tps = m.outputTokens !== null && m.outputTokens > 1 && genMs > 0 ? (m.outputTokens * 1000) / genMs : null;
+    this.push(h, { at: this.now(), ok: true, latencyMs: m.latencyMs, ttftMs: m.ttftMs, tokensPerSecond: tps });
+  }
+
+  /**
+   * An attempt failed for a reason that concerns the endpoint. Rate limits set a cooldown
+   * (`retryAfterMs`, already capped by the caller) and do not count against uptime.
+   */
+  recordFailure(id: string, m: { latencyMs: number; rateLimited: boolean; retryAfterMs?: number | undefined }): void {
+    const h = this.get(id);
+    const now = this.now();
+    if (m.retryAfterMs !== undefined && m.retryAfterMs > 0) h.cooldownUntil = Math.max(h.cooldownUntil, now + m.retryAfterMs);
+    h.probeInFlight = false;
+    if (m.rateLimited) return;
+    h.lastFailureAt = now;
+    h.consecutiveFailures++;
+    if (h.state === 'half-open' || h.consecutiveFailures >= this.settings.failureThreshold) {
+      h.state = 'open';
+      h.openedAt = now;
+    }
+    this.push(h, { at: now, ok: false, latencyMs: m.latencyMs, ttftMs: null, tokensPerSecond: null });
+  }
+
+  /** A probe ended without a verdict (client gone, bad request): free the probe slot. */
+  release(id: string): void {
+    this.get(id).probeInFlight = false;
+  }
+
+  private push(h: EndpointHealth, s: Sample): void {
+    h.samples.push(s);
+    const cutoff = s.at - this.settings.windowMs;
+    if (h.samples.length > 2000 || (h.samples[0] && h.samples[0].at < cutoff)) {
+      h.samples = h.samples.filter((x) => x.at >= cutoff).slice(-2000);
+    }
+  }
+
+  /** Statistics of one endpoint over the window. */
+  stats(id: string): EndpointStats {
+    const h = this.get(id);
+    const now = this.now();
+    const within = (ms: number) => h.samples.filter((s) => s.at >= now - ms);
+    const uptime = (ms: number) => {
+      const s = within(ms);
+      return s.length === 0 ? null : s.filter((x) => x.ok).length / s.length;
+    };
+    const recent = within(30 * 60_000);
+    const ok = recent.filter((s) => s.ok);
+    return {
+      circuit: this.peek(id).ok || h.state === 'closed' ? h.state : 'open',
+      uptime_last_5m: uptime(5 * 60_000),
+      uptime_last_30m: uptime(30 * 60_000),
+      latency_last_30m: percentiles(ok.flatMap((s) => (s.ttftMs === null ? [] : [s.ttftMs]))),
+      duration_last_30m: percentiles(ok.map((s) => s.latencyMs)),
+      throughput_last_30m: percentiles(ok.flatMap((s) => (s.tokensPerSecond === null ? [] : [s.tokensPerSecond]))),
+      requests_last_30m: recent.length,
+      last_failure_at: h.lastFailureAt ? new Date(h.lastFailureAt).toISOString() : null,
+      cooldown_until: h.cooldownUntil > now ? new Date(h.cooldownUntil).toISOString() : null,
+    };
+  }
+}
