@@ -119,6 +119,40 @@ describe('opinference CLI', { skip }, () => {
     }
   });
 
+  test('SIGHUP reloads the config; a bad new config is refused and the old one keeps serving', async () => {
+    const file = join(dir, 'reload.yaml');
+    const modelYaml = (id: string) => `models:\n  - id: ${id}\n    context_length: 8192\n    endpoints:\n      - provider: up\n        upstream_model: m\n`;
+    const head = `providers:\n  - id: up\n    kind: openai\n    base_url: ${upstream.url}\n`;
+    writeFileSync(file, head + modelYaml('test/first'));
+    const port = await freePort();
+    const child = spawn(process.execPath, [CLI, 'serve'], { env: { ...env, OP_CONFIG: file, OP_PORT: String(port), OP_HOST: '127.0.0.1', OP_ADMIN_KEY: 'adm' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let logs = '';
+    child.stdout!.on('data', (d) => (logs += d));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const models = async () => ((await (await fetch(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: 'Bearer adm' } })).json()) as { data: { id: string }[] }).data.map((m) => m.id);
+    const waitFor = async (pattern: RegExp) => {
+      for (let i = 0; i < 100 && !pattern.test(logs); i++) await new Promise((r) => setTimeout(r, 50));
+      assert.match(logs, pattern);
+    };
+    try {
+      await waitFor(/Server listening/);
+      assert.deepEqual(await models(), ['test/first']);
+      writeFileSync(file, head + modelYaml('test/second'));
+      child.kill('SIGHUP');
+      await waitFor(/config reloaded/);
+      assert.deepEqual(await models(), ['test/second']);
+      writeFileSync(file, head + modelYaml('test/third') + '        bogus: 1\n');
+      child.kill('SIGHUP');
+      await waitFor(/config reload refused/);
+      assert.match(logs, /models\[0\]\.endpoints\[0\]\.bogus: unknown key/);
+      assert.deepEqual(await models(), ['test/second']);
+      child.kill('SIGTERM');
+      assert.equal(await exited, 0);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  });
+
   test('a bad config is refused at start with its path in the message', async () => {
     writeFileSync(join(dir, 'bad.yaml'), 'providers:\n  - id: up\n    kind: openai\n    base_url: http://x\n    timeout: 5\n');
     await assert.rejects(run(process.execPath, [CLI, 'config', 'check'], { env: { ...env, OP_CONFIG: join(dir, 'bad.yaml') } }), (e: { code?: number; stderr?: string }) => {

@@ -332,3 +332,41 @@ describe('client disconnect during a failover', () => {
     }
   });
 });
+
+describe('time', () => {
+  test('a stream that keeps sending is never cut by total_ms (that is for non-streamed calls)', async () => {
+    const a = await startUpstream();
+    const gw = await startGateway(config('test/model', [{ id: 'alpha', upstream: a, timeouts: { total_ms: 150, idle_ms: 5000, first_token_ms: 5000 } }]));
+    try {
+      const pieces = Array.from({ length: 6 }, (_, i) => JSON.stringify({ choices: [{ index: 0, delta: { content: `p${i} ` }, finish_reason: null }] }));
+      a.enqueue({ sse: [...pieces, JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })], delayMs: 60 });
+      const res = await post(gw, { model: 'test/model', messages: msgs, stream: true });
+      const text = await res.text();
+      const content = text.split('\n\n').filter((e) => e.startsWith('data: {')).map((e) => (JSON.parse(e.slice(6)) as Json).choices[0]?.delta?.content ?? '').join('');
+      assert.equal(content, 'p0 p1 p2 p3 p4 p5 ');
+      a.enqueue({ ...answer('too slow'), delayBeforeHeadersMs: 400 });
+      const slow = await post(gw, { model: 'test/model', messages: msgs });
+      assert.equal(slow.status, 504);
+      assert.equal(((await slow.json()) as Json).error.code, 'upstream_timeout');
+    } finally {
+      await gw.close();
+      await a.close();
+    }
+  });
+});
+
+describe('sort by live statistics', () => {
+  test('throughput and latency sorts read the rolling statistics; unknown goes last', () => {
+    const dummy = { url: 'http://127.0.0.1:9/v1' } as Upstream;
+    const cfg = parseConfig(config('test/model', [{ id: 'one', upstream: dummy }, { id: 'two', upstream: dummy }, { id: 'three', upstream: dummy }]), 'test');
+    const catalog = buildCatalog(cfg);
+    const health = new HealthRegistry({ failureThreshold: 5, openMs: 30000, windowMs: 60000, recentFailureMs: 30000 });
+    health.recordSuccess('one/one-model', { latencyMs: 1100, ttftMs: 100, outputTokens: 50 }); // 50 tok/s, ttft 100
+    health.recordSuccess('two/two-model', { latencyMs: 700, ttftMs: 200, outputTokens: 100 }); // 200 tok/s, ttft 200
+    const req = (sort: 'throughput' | 'latency'): ChatRequest => ({ model: 'test/model', messages: [{ role: 'user', content: 'x' }], provider: { sort } });
+    const order = (sort: 'throughput' | 'latency') => planRoute(req(sort), { catalog, health, random: Math.random }, 10).endpoints.map((p) => p.target.provider.id);
+    assert.deepEqual(order('throughput'), ['two', 'one', 'three']);
+    assert.deepEqual(order('latency'), ['one', 'two', 'three']);
+    assert.deepEqual(health.stats('two/two-model').throughput_last_30m, { p50: 200, p75: 200, p90: 200, p99: 200 });
+  });
+});
