@@ -16,6 +16,8 @@ import { parseJsonBody } from './json-body.js';
 import { registerGenerateRoutes } from './routes/generate.js';
 import { registerGenerationRoutes } from './routes/generation.js';
 import { registerModelRoutes } from './routes/models.js';
+import { registerUsageRoutes } from './routes/usage.js';
+import { startRetentionPurge } from '../store/retention-purge.js';
 import { sendError } from './send-error.js';
 
 declare module 'fastify' {
@@ -35,6 +37,8 @@ export interface GatewayOptions {
   logger?: FastifyServerOptions['logger'];
   /** Random source for the price-weighted endpoint choice (tests pass a seeded one). */
   random?: () => number;
+  /** How often stored text past its retention is purged, in ms (0 = never; default 1 h). */
+  purgeIntervalMs?: number;
 }
 
 function healthSettings(config: Readonly<GatewayConfig>): HealthSettings {
@@ -145,6 +149,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
   registerGenerateRoutes(app, rt);
   registerModelRoutes(app, rt);
   registerGenerationRoutes(app, rt, db);
+  registerUsageRoutes(app, rt, db);
+  const stopPurge = options.purgeIntervalMs === 0 ? () => {} : startRetentionPurge(db, app.log, options.purgeIntervalMs ?? 3_600_000);
 
   return {
     app,
@@ -161,6 +167,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
       void oldPools.close();
     },
     async close() {
+      stopPurge();
       await app.close();
       await runtime.writer.flush();
       await runtime.pools.close();

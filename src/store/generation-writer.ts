@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database, GenerationsTable } from './schema.js';
+import { applyRollups } from './usage-rollup.js';
 
 /** Minimal logger shape (pino-compatible). */
 export interface WriterLogger {
@@ -19,6 +20,8 @@ export class GenerationWriter {
   private flushing: Promise<void> = Promise.resolve();
   /** Rows written since start. */
   written = 0;
+  /** Called after each batch is committed (e.g. to settle spend caches). */
+  onWritten: ((rows: readonly GenerationsTable[]) => void) | undefined;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -63,8 +66,10 @@ export class GenerationWriter {
           for (let i = 0; i < batch.length; i += 20) {
             await trx.insertInto('generations').values(batch.slice(i, i + 20)).execute();
           }
+          await applyRollups(trx, batch);
         });
         this.written += batch.length;
+        this.onWritten?.(batch);
       } catch (err) {
         this.log.error({ err, count: batch.length }, 'failed to write generation records');
       } finally {

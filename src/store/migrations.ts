@@ -62,6 +62,46 @@ export const MIGRATIONS: readonly Migration[] = [
       await db.schema.createIndex('generations_created').on('generations').column('created_at').execute();
     },
   },
+  {
+    name: '0002_usage_rollups_and_search_indexes',
+    async up(db) {
+      const rollup = (name: 'usage_hourly' | 'usage_hourly_tags', withTag: boolean) => {
+        let t = db.schema.createTable(name).addColumn('hour', 'bigint', (c) => c.notNull()).addColumn('key_id', 'text', (c) => c.notNull());
+        if (withTag) t = t.addColumn('tag', 'text', (c) => c.notNull());
+        return t
+          .addColumn('model', 'text', (c) => c.notNull())
+          .addColumn('provider', 'text', (c) => c.notNull())
+          .addColumn('requests', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('errors', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('cancelled', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('prompt_tokens', 'bigint', (c) => c.notNull().defaultTo(0))
+          .addColumn('completion_tokens', 'bigint', (c) => c.notNull().defaultTo(0))
+          .addColumn('reasoning_tokens', 'bigint', (c) => c.notNull().defaultTo(0))
+          .addColumn('cached_tokens', 'bigint', (c) => c.notNull().defaultTo(0))
+          .addColumn('cost_pico', 'bigint', (c) => c.notNull().defaultTo(0))
+          .addColumn('latency_hist', 'text', (c) => c.notNull())
+          .addColumn('ttft_hist', 'text', (c) => c.notNull())
+          .addPrimaryKeyConstraint(`${name}_pk`, (withTag ? ['hour', 'key_id', 'tag', 'model', 'provider'] : ['hour', 'key_id', 'model', 'provider']) as never)
+          .execute();
+      };
+      await rollup('usage_hourly', false);
+      await rollup('usage_hourly_tags', true);
+      await db.schema.createIndex('usage_hourly_key_hour').on('usage_hourly').columns(['key_id', 'hour']).execute();
+      await db.schema.createIndex('usage_hourly_tags_tag_hour').on('usage_hourly_tags').columns(['tag', 'hour']).execute();
+      await db.schema
+        .createTable('generation_tags')
+        .addColumn('generation_id', 'text', (c) => c.notNull())
+        .addColumn('tag', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('key_id', 'text')
+        .addPrimaryKeyConstraint('generation_tags_pk', ['generation_id', 'tag'])
+        .execute();
+      await db.schema.createIndex('generation_tags_tag_created').on('generation_tags').columns(['tag', 'created_at']).execute();
+      for (const col of ['served_model', 'provider', 'status', 'session', 'requested_model'] as const) {
+        await db.schema.createIndex(`generations_${col}_created`).on('generations').columns([col, 'created_at']).execute();
+      }
+    },
+  },
 ];
 
 /**

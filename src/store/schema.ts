@@ -1,5 +1,8 @@
 import type { Generated } from 'kysely';
 
+/** Upper bounds (ms) of the latency histogram buckets; the last bucket is open-ended. */
+export const LATENCY_BUCKETS_MS = [10, 25, 50, 100, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, 7500, 10000, 15000, 20000, 30000, 60000, 120000] as const;
+
 /** Table `api_keys`: client keys. Only the SHA-256 of a secret is stored. */
 export interface ApiKeysTable {
   id: string;
@@ -57,8 +60,49 @@ export interface GenerationsTable {
   content: string | null;
 }
 
+/**
+ * Hourly usage rollups, written in the same transaction as the generation rows they count, so
+ * usage queries never scan `generations`. Latency histograms are JSON arrays of counts over
+ * {@link LATENCY_BUCKETS_MS}. Money in picodollars.
+ */
+export interface UsageRollupColumns {
+  /** Unix ms of the hour's start (UTC). */
+  hour: number;
+  /** The key's id, or '' for the admin key. */
+  key_id: string;
+  /** Served model, else the requested one. */
+  model: string;
+  /** Provider id, or '' when no provider answered. */
+  provider: string;
+  requests: number;
+  errors: number;
+  cancelled: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  reasoning_tokens: number;
+  cached_tokens: number;
+  cost_pico: bigint | number;
+  latency_hist: string;
+  ttft_hist: string;
+}
+
+export type UsageHourlyTable = UsageRollupColumns;
+/** The same rollup per tag (a generation with two tags counts in both). */
+export type UsageHourlyTagsTable = UsageRollupColumns & { tag: string };
+
+/** One row per (generation, tag): the index behind filtering requests by tag. */
+export interface GenerationTagsTable {
+  generation_id: string;
+  tag: string;
+  created_at: number;
+  key_id: string | null;
+}
+
 export interface Database {
   api_keys: ApiKeysTable;
   generations: GenerationsTable;
+  usage_hourly: UsageHourlyTable;
+  usage_hourly_tags: UsageHourlyTagsTable;
+  generation_tags: GenerationTagsTable;
   migrations_applied: { name: string; applied_at: Generated<number> };
 }
