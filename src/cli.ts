@@ -4,13 +4,16 @@ import { ConfigError, loadConfig, type LoadedConfig } from './config/load.js';
 import { buildGateway } from './server/app.js';
 import { DEFAULT_DATABASE_URL, openDatabase } from './store/database.js';
 import { createKey, disableKey, listKeys } from './store/keys.js';
+import { keySettingsSchema, type KeySettings } from './store/key-settings.js';
 import { migrate } from './store/migrations.js';
 
 const USAGE = `opinference — self-hostable OpenAI-compatible LLM gateway
 
 Usage:
   opinference serve [--config FILE]          start the gateway (default command)
-  opinference keys create --name NAME [--expires-in-days N]
+  opinference keys create --name NAME [--limit USD] [--limit-reset daily|weekly|monthly|never]
+                         [--rpm N] [--tpm N] [--models a/b,c/d] [--retention none|DAYS]
+                         [--expires-in-days N]
                                              create a key; its secret is printed once
   opinference keys list                      list keys (never their secrets)
   opinference keys disable ID_OR_NAME        disable a key
@@ -22,6 +25,7 @@ Environment:
   OP_PORT          port (default 8080)        OP_HOST  address (default 0.0.0.0)
   OP_DATABASE_URL  sqlite:<path> (default ${DEFAULT_DATABASE_URL})
   OP_ADMIN_KEY     a key with access to everything
+  OP_REDIS_URL     redis://… to share key limits across replicas (default: in-process)
   OP_LOG_LEVEL     trace|debug|info|warn|error (default info)
 `;
 
@@ -64,6 +68,7 @@ async function serve(flag: string | undefined): Promise<void> {
     loaded,
     db: store.db,
     adminKey: process.env.OP_ADMIN_KEY || undefined,
+    redisUrl: process.env.OP_REDIS_URL || undefined,
     logger: { level: process.env.OP_LOG_LEVEL || 'info', redact: ['req.headers.authorization', 'headers.authorization'] },
   });
   const log = gateway.app.log;
@@ -118,6 +123,12 @@ async function main(argv: string[]): Promise<void> {
       config: { type: 'string', short: 'c' },
       name: { type: 'string' },
       'expires-in-days': { type: 'string' },
+      limit: { type: 'string' },
+      'limit-reset': { type: 'string' },
+      rpm: { type: 'string' },
+      tpm: { type: 'string' },
+      models: { type: 'string' },
+      retention: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -147,7 +158,32 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-async function keysCommand(sub: string | undefined, arg: string | undefined, values: { name?: string; 'expires-in-days'?: string }): Promise<void> {
+type KeyFlags = { name?: string; 'expires-in-days'?: string; limit?: string; 'limit-reset'?: string; rpm?: string; tpm?: string; models?: string; retention?: string };
+
+/** Key settings from CLI flags, validated like the admin API's. */
+function settingsFromFlags(values: KeyFlags): Partial<KeySettings> {
+  const int = (flag: string, v: string | undefined) => {
+    if (v === undefined) return null;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1) fail(`--${flag} must be a positive whole number`);
+    return n;
+  };
+  const raw = {
+    limit: values.limit ?? null,
+    limit_reset: values['limit-reset'] ?? 'never',
+    rate_limit: { requests_per_minute: int('rpm', values.rpm), tokens_per_minute: int('tpm', values.tpm) },
+    allowed_models: values.models ? values.models.split(',').map((m) => m.trim()).filter(Boolean) : [],
+    retention: values.retention === undefined ? null : values.retention === 'none' ? 'none' : Number(values.retention),
+  };
+  const parsed = keySettingsSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    fail(`--${String(issue.path[0]).replace(/_/g, '-')}: ${issue.message}`);
+  }
+  return parsed.data;
+}
+
+async function keysCommand(sub: string | undefined, arg: string | undefined, values: KeyFlags): Promise<void> {
   switch (sub) {
     case 'create': {
       const name = values.name ?? arg;
@@ -158,7 +194,8 @@ async function keysCommand(sub: string | undefined, arg: string | undefined, val
         if (!(days > 0)) fail('--expires-in-days must be a positive number');
         expiresAt = Date.now() + days * 86_400_000;
       }
-      const { key, secret } = await withDatabase((db) => createKey(db, name, expiresAt));
+      const settings = settingsFromFlags(values);
+      const { key, secret } = await withDatabase((db) => createKey(db, name, expiresAt, settings));
       process.stdout.write(`created key ${key.id} (${key.name})\n`);
       process.stdout.write(`secret (shown once, store it now):\n${secret}\n`);
       return;
@@ -167,7 +204,9 @@ async function keysCommand(sub: string | undefined, arg: string | undefined, val
       const keys = await withDatabase((db) => listKeys(db));
       if (keys.length === 0) process.stdout.write('no keys; create one with: opinference keys create --name NAME\n');
       for (const k of keys) {
-        process.stdout.write(`${k.id}\t${k.name}\t${k.prefix}…\t${k.disabled ? 'disabled' : 'active'}\t${new Date(k.createdAt).toISOString()}\n`);
+        const s = k.settings;
+        const limits = [s.limit !== null ? `limit $${s.limit}/${s.limit_reset}` : 'no limit', s.rate_limit.requests_per_minute ? `${s.rate_limit.requests_per_minute} rpm` : '', s.rate_limit.tokens_per_minute ? `${s.rate_limit.tokens_per_minute} tpm` : ''].filter(Boolean).join(', ');
+        process.stdout.write(`${k.id}\t${k.name}\t${k.prefix}…\t${k.disabled ? 'disabled' : 'active'}\t${limits}\t${new Date(k.createdAt).toISOString()}\n`);
       }
       return;
     }

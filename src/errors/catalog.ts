@@ -78,6 +78,22 @@ export const ERROR_CATALOG = define({
     status: 401, kind: 'terminal', scope: 'key', type: 'authentication_error',
     description: 'The key is unknown, disabled or expired.',
   },
+  key_expired: {
+    status: 401, kind: 'terminal', scope: 'key', type: 'authentication_error',
+    description: 'The key is past its `expires_at`.',
+  },
+  insufficient_credits: {
+    status: 402, kind: 'terminal', scope: 'key', type: 'insufficient_quota',
+    description: 'The key\'s credit limit cannot cover the worst case of this request (prompt plus output limit at the endpoint\'s prices); the message says how many output tokens it could afford. Lower `max_tokens` or raise the limit.',
+  },
+  rate_limited: {
+    status: 429, kind: 'retryable', scope: 'key', type: 'rate_limit_error',
+    description: 'The key exceeded its requests-per-minute or tokens-per-minute limit; `Retry-After` and `x-ratelimit-*` headers say when it resets.',
+  },
+  model_not_allowed: {
+    status: 403, kind: 'terminal', scope: 'key', type: 'permission_error',
+    description: 'The key may not use this model (its `allowed_models` list).',
+  },
   admin_key_required: {
     status: 403, kind: 'terminal', scope: 'key', type: 'permission_error',
     description: 'The route needs the admin key (`OP_ADMIN_KEY`).',

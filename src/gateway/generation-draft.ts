@@ -37,6 +37,8 @@ export class GenerationDraft {
   ttftMs: number | null = null;
   readonly attempts: Attempt[] = [];
   dropped: string[] = [];
+  /** Headers to send with the response (rate-limit state). */
+  extraHeaders: Record<string, string> = {};
   /** Why the endpoint that answered was chosen. */
   routingReason: string | null = null;
   /** Conversion adjustments of the attempt that answered (clamped values …). */

@@ -5,6 +5,7 @@ import type { ProviderAdapter } from '../providers/types.js';
 import type { UpstreamPools } from '../relay/upstream-client.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { HealthRegistry } from '../routing/endpoint-health.js';
+import type { LimitStore } from '../limits/limit-store.js';
 import type { GenerationWriter } from '../store/generation-writer.js';
 
 /** Everything a request needs from the running gateway. `config`/`catalog` change on reload. */
@@ -20,6 +21,10 @@ export interface GatewayRuntime {
   random: () => number;
   /** Streams and requests in flight (for drain logs). */
   inFlight: number;
+  /** Key credit and rate-limit state (in-process, or Redis). */
+  limits: LimitStore;
+  /** A key's settled spend since `periodStart` from the database (picodollars). */
+  loadSpent: (keyId: string, periodStart: number) => Promise<bigint>;
 }
 
 /** The adapter of a provider, cached per provider id. */

@@ -17,6 +17,10 @@ import { registerGenerateRoutes } from './routes/generate.js';
 import { registerGenerationRoutes } from './routes/generation.js';
 import { registerModelRoutes } from './routes/models.js';
 import { registerUsageRoutes } from './routes/usage.js';
+import { registerKeyRoutes } from './routes/keys.js';
+import { MemoryLimitStore } from '../limits/memory-limit-store.js';
+import { RedisLimitStore } from '../limits/redis-limit-store.js';
+import { sql } from 'kysely';
 import { startRetentionPurge } from '../store/retention-purge.js';
 import { sendError } from './send-error.js';
 
@@ -39,6 +43,8 @@ export interface GatewayOptions {
   random?: () => number;
   /** How often stored text past its retention is purged, in ms (0 = never; default 1 h). */
   purgeIntervalMs?: number;
+  /** `OP_REDIS_URL`: share key limits across replicas through Redis. */
+  redisUrl?: string | undefined;
 }
 
 function healthSettings(config: Readonly<GatewayConfig>): HealthSettings {
@@ -109,6 +115,16 @@ export function buildGateway(options: GatewayOptions): Gateway {
     health: new HealthRegistry(healthSettings(config)),
     random: options.random ?? Math.random,
     inFlight: 0,
+    limits: options.redisUrl ? new RedisLimitStore(options.redisUrl) : new MemoryLimitStore(),
+    async loadSpent(keyId, periodStart) {
+      const row = await db
+        .selectFrom('usage_hourly')
+        .select(sql<string | null>`CAST(SUM(cost_pico) AS TEXT)`.as('total'))
+        .where('key_id', '=', keyId)
+        .where('hour', '>=', periodStart)
+        .executeTakeFirst();
+      return BigInt(row?.total ?? '0');
+    },
   };
   const rt = () => runtime;
   const keys = new KeyResolver(db, options.adminKey);
@@ -150,6 +166,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   registerModelRoutes(app, rt);
   registerGenerationRoutes(app, rt, db);
   registerUsageRoutes(app, rt, db);
+  registerKeyRoutes(app, rt, db, keys);
   const stopPurge = options.purgeIntervalMs === 0 ? () => {} : startRetentionPurge(db, app.log, options.purgeIntervalMs ?? 3_600_000);
 
   return {
@@ -171,6 +188,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
       await app.close();
       await runtime.writer.flush();
       await runtime.pools.close();
+      await runtime.limits.close();
     },
   };
 }

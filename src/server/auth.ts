@@ -8,7 +8,10 @@ import type { Database } from '../store/schema.js';
 /** How long a key lookup is cached, in ms: a disabled key stops working within this time. */
 export const KEY_CACHE_TTL_MS = 5_000;
 
-const ADMIN: ApiKey = { id: 'admin', name: 'admin', prefix: 'admin', disabled: false, createdAt: 0, expiresAt: null, isAdmin: true };
+const ADMIN: ApiKey = {
+  id: 'admin', name: 'admin', prefix: 'admin', disabled: false, createdAt: 0, expiresAt: null, isAdmin: true,
+  settings: { limit: null, limit_reset: 'never', rate_limit: { requests_per_minute: null, tokens_per_minute: null }, allowed_models: [], retention: null },
+};
 
 /** Resolves `Authorization: Bearer` secrets to keys, with a short cache in front of the database. */
 export class KeyResolver {
@@ -41,7 +44,12 @@ export class KeyResolver {
     const key = entry.key;
     if (!key) throw new GatewayError('invalid_api_key', 'the API key is not valid');
     if (key.disabled) throw new GatewayError('invalid_api_key', 'the API key is disabled');
-    if (key.expiresAt !== null && key.expiresAt <= now) throw new GatewayError('invalid_api_key', 'the API key has expired');
+    if (key.expiresAt !== null && key.expiresAt <= now) throw new GatewayError('key_expired', 'the API key has expired');
     return key;
+  }
+
+  /** Forget cached lookups (after the key API changed a key). */
+  invalidate(): void {
+    this.cache.clear();
   }
 }

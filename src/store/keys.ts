@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database } from './schema.js';
 import { randomId } from '../util/ids.js';
+import { keySettingsSchema, parseKeySettings, type KeySettings } from './key-settings.js';
 
 /** A key as the gateway knows it (never the secret). */
 export interface ApiKey {
@@ -13,6 +14,7 @@ export interface ApiKey {
   expiresAt: number | null;
   /** Whether this is the operator's `OP_ADMIN_KEY`. */
   isAdmin: boolean;
+  settings: KeySettings;
 }
 
 /** Hex SHA-256 of a key secret: the only form in which secrets are stored. */
@@ -29,6 +31,7 @@ function rowToKey(r: Database['api_keys']): ApiKey {
     createdAt: Number(r.created_at),
     expiresAt: r.expires_at === null ? null : Number(r.expires_at),
     isAdmin: false,
+    settings: parseKeySettings(r.settings),
   };
 }
 
@@ -36,7 +39,7 @@ function rowToKey(r: Database['api_keys']): ApiKey {
  * Create a key. The secret (`op-<43 base64url chars>`) is returned once and never stored.
  * @returns the key record and its secret.
  */
-export async function createKey(db: Kysely<Database>, name: string, expiresAt: number | null = null): Promise<{ key: ApiKey; secret: string }> {
+export async function createKey(db: Kysely<Database>, name: string, expiresAt: number | null = null, settings: Partial<KeySettings> = {}): Promise<{ key: ApiKey; secret: string }> {
   const secret = `op-${randomBytes(32).toString('base64url')}`;
   const row = {
     id: `key_${randomId(16)}`,
@@ -46,7 +49,7 @@ export async function createKey(db: Kysely<Database>, name: string, expiresAt: n
     disabled: 0,
     created_at: Date.now(),
     expires_at: expiresAt,
-    settings: '{}',
+    settings: JSON.stringify(keySettingsSchema.parse(settings)),
   };
   await db.insertInto('api_keys').values(row).execute();
   return { key: rowToKey(row), secret };
@@ -75,4 +78,38 @@ export async function disableKey(db: Kysely<Database>, idOrName: string): Promis
     .where((eb) => eb.or([eb('id', '=', idOrName), eb('name', '=', idOrName)]))
     .executeTakeFirst();
   return Number(res.numUpdatedRows);
+}
+
+/** One key by id. */
+export async function getKey(db: Kysely<Database>, id: string): Promise<ApiKey | undefined> {
+  const row = await db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
+  return row ? rowToKey(row) : undefined;
+}
+
+/** Fields an update may change. */
+export interface KeyUpdate {
+  name?: string;
+  disabled?: boolean;
+  expiresAt?: number | null;
+  settings?: KeySettings;
+}
+
+/**
+ * Update a key.
+ * @returns the updated key, or undefined when no key has that id.
+ */
+export async function updateKey(db: Kysely<Database>, id: string, update: KeyUpdate): Promise<ApiKey | undefined> {
+  const set: Partial<Database['api_keys']> = {};
+  if (update.name !== undefined) set.name = update.name;
+  if (update.disabled !== undefined) set.disabled = update.disabled ? 1 : 0;
+  if (update.expiresAt !== undefined) set.expires_at = update.expiresAt;
+  if (update.settings !== undefined) set.settings = JSON.stringify(update.settings);
+  if (Object.keys(set).length > 0) await db.updateTable('api_keys').set(set).where('id', '=', id).execute();
+  return getKey(db, id);
+}
+
+/** Delete a key; its generations stay (their key_id then names no key). Returns whether one was deleted. */
+export async function deleteKey(db: Kysely<Database>, id: string): Promise<boolean> {
+  const res = await db.deleteFrom('api_keys').where('id', '=', id).executeTakeFirst();
+  return Number(res.numDeletedRows) > 0;
 }

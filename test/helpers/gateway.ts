@@ -56,13 +56,13 @@ export function oneModelConfig(upstreamUrl: string, extra: { endpoint?: Record<s
  */
 const TEST_ROUTING = { circuit_breaker: { failure_threshold: 1000 }, retry_after_cap_ms: 0, recent_failure_ms: 0 };
 
-export async function startGateway(config: unknown = {}, options: { random?: () => number } = {}): Promise<TestGateway> {
+export async function startGateway(config: unknown = {}, options: { random?: () => number; redisUrl?: string | undefined } = {}): Promise<TestGateway> {
   const withRouting = config && typeof config === 'object' && !('routing' in config) ? { ...config, routing: TEST_ROUTING } : config;
   const dir = mkdtempSync(join(tmpdir(), 'op-test-'));
   const store = openDatabase(`sqlite:${join(dir, 'test.db')}`);
   await migrate(store.db);
   const adminKey = 'admin-test-key';
-  const gateway = buildGateway({ loaded: { config: parseConfig(withRouting, 'test config'), source: 'test' }, db: store.db, adminKey, logger: false, random: options.random });
+  const gateway = buildGateway({ loaded: { config: parseConfig(withRouting, 'test config'), source: 'test' }, db: store.db, adminKey, logger: false, random: options.random, redisUrl: options.redisUrl, purgeIntervalMs: 0 });
   await gateway.app.listen({ port: 0, host: '127.0.0.1' });
   const port = (gateway.app.server.address() as AddressInfo).port;
   const origin = `http://127.0.0.1:${port}`;

@@ -3,7 +3,10 @@ import type { ChatRequest, CompletionRequest } from '../../api/chat-types.js';
 import { parseChatRequest, parseCompletionRequest } from '../../api/request-schemas.js';
 import { GatewayError, toGatewayError } from '../../errors/gateway-error.js';
 import { GenerationDraft } from '../../gateway/generation-draft.js';
-import { runGeneration, type GenerationInput } from '../../gateway/run-generation.js';
+import { runGeneration, type CreditLimit, type GenerationInput } from '../../gateway/run-generation.js';
+import { usdToPico } from '../../limits/credit.js';
+import { periodStart } from '../../limits/limit-store.js';
+import type { ApiKey } from '../../store/keys.js';
 import type { GatewayRuntime } from '../../gateway/runtime.js';
 import { newGenerationId } from '../../util/ids.js';
 import { sendError } from '../send-error.js';
@@ -47,10 +50,73 @@ async function handle(rt: GatewayRuntime, api: 'chat' | 'completions', req: Fast
     return;
   }
   const op = input.request.op;
+  const key = req.apiKey;
   draft.tags = op?.tags ?? [];
   draft.session = op?.session ?? null;
-  draft.retention = op?.retention ?? rt.config.retention;
-  await runGeneration(rt, input, draft, reply);
+  draft.retention = op?.retention ?? key.settings.retention ?? rt.config.retention;
+  let credit: CreditLimit | undefined;
+  try {
+    enforceAllowedModels(key, input);
+    await enforceRateLimits(rt, key, draft);
+    if (key.settings.limit !== null) {
+      credit = { keyId: key.id, limitPico: usdToPico(key.settings.limit), periodStart: periodStart(key.settings.limit_reset, Date.now()) };
+    }
+  } catch (thrown) {
+    const err = toGatewayError(thrown);
+    draft.status = 'error';
+    draft.errorCode = err.code;
+    draft.errorMessage = err.message;
+    draft.httpStatus = err.status;
+    rt.writer.enqueue(draft.toRow());
+    for (const [k, v] of Object.entries(draft.extraHeaders)) reply.header(k, v);
+    sendError(reply, err, req.id);
+    return;
+  }
+  await runGeneration(rt, input, draft, reply, credit);
+}
+
+/**
+ * A key with `allowed_models` may only ask for those: `model` must be allowed (403
+ * `model_not_allowed`); disallowed entries of `models` are dropped.
+ */
+function enforceAllowedModels(key: ApiKey, input: GenerationInput): void {
+  const allowed = key.settings.allowed_models;
+  if (allowed.length === 0) return;
+  const req = input.api === 'chat' ? input.request : input.chat;
+  if (!allowed.includes(req.model)) {
+    throw new GatewayError('model_not_allowed', `this key may not use model ${JSON.stringify(req.model)}; allowed: ${allowed.join(', ')}`, { param: 'model' });
+  }
+  if (req.models) req.models = req.models.filter((m) => allowed.includes(m));
+}
+
+/** Go-style duration for `x-ratelimit-reset-*` (`12s`, `1m0s`). */
+const goDuration = (ms: number): string => {
+  const s = Math.max(0, Math.ceil(ms / 1000));
+  return s >= 60 ? `${Math.floor(s / 60)}m${s % 60}s` : `${s}s`;
+};
+
+/**
+ * Count the request against the key's requests-per-minute limit and check its tokens-per-minute
+ * limit; sets `x-ratelimit-*` headers on the response.
+ * @throws GatewayError `rate_limited` (429, with Retry-After).
+ */
+async function enforceRateLimits(rt: GatewayRuntime, key: ApiKey, draft: GenerationDraft): Promise<void> {
+  const { requests_per_minute: rpm, tokens_per_minute: tpm } = key.settings.rate_limit;
+  const now = Date.now();
+  if (rpm !== null) {
+    const r = await rt.limits.hitRequests(key.id, rpm, now);
+    Object.assign(draft.extraHeaders, { 'x-ratelimit-limit-requests': String(r.limit), 'x-ratelimit-remaining-requests': String(r.remaining), 'x-ratelimit-reset-requests': goDuration(r.resetMs) });
+    if (!r.ok) {
+      throw new GatewayError('rate_limited', `rate limit of ${rpm} requests per minute reached for this key; retry in ${Math.ceil(r.resetMs / 1000)} s`, { retryAfterSeconds: Math.max(1, Math.ceil(r.resetMs / 1000)) });
+    }
+  }
+  if (tpm !== null) {
+    const t = await rt.limits.checkTokens(key.id, tpm, now);
+    Object.assign(draft.extraHeaders, { 'x-ratelimit-limit-tokens': String(t.limit), 'x-ratelimit-remaining-tokens': String(t.remaining), 'x-ratelimit-reset-tokens': goDuration(t.resetMs) });
+    if (!t.ok) {
+      throw new GatewayError('rate_limited', `rate limit of ${tpm} tokens per minute reached for this key; retry in ${Math.ceil(t.resetMs / 1000)} s`, { retryAfterSeconds: Math.max(1, Math.ceil(t.resetMs / 1000)) });
+    }
+  }
 }
 
 /** `POST /v1/chat/completions` and `POST /v1/completions`. */

@@ -1,0 +1,166 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import { z, type ZodIssue } from 'zod';
+import { picoToUsdString } from '../../accounting/cost.js';
+import { formatPath } from '../../config/load.js';
+import { GatewayError } from '../../errors/gateway-error.js';
+import type { GatewayRuntime } from '../../gateway/runtime.js';
+import { usdToPico } from '../../limits/credit.js';
+import { periodStart } from '../../limits/limit-store.js';
+import { keySettingsSchema, type KeySettings } from '../../store/key-settings.js';
+import { createKey, deleteKey, getKey, listKeys, updateKey, type ApiKey } from '../../store/keys.js';
+import type { Database } from '../../store/schema.js';
+import type { KeyResolver } from '../auth.js';
+
+const usd = z.union([z.number().min(0), z.string().regex(/^\d+(\.\d{1,6})?$/, 'must be a non-negative decimal with at most 6 decimals')]);
+const toUsdString = (v: number | string): string => (typeof v === 'number' ? picoToUsdString(usdToPico(v)) : v);
+
+const rateLimit = z
+  .object({
+    requests_per_minute: z.number().int().min(1).nullable().optional(),
+    tokens_per_minute: z.number().int().min(1).nullable().optional(),
+  })
+  .strict();
+
+/** Body of `POST /v1/keys` and `PATCH /v1/keys/{id}` (OpenRouter field names where they exist). */
+const keyBody = z
+  .object({
+    name: z.string().min(1).max(200),
+    limit: usd.nullable().optional(),
+    limit_reset: z.enum(['daily', 'weekly', 'monthly', 'never']).nullable().optional(),
+    disabled: z.boolean().optional(),
+    expires_at: z.string().datetime({ offset: true }).nullable().optional(),
+    rate_limit: rateLimit.nullable().optional(),
+    allowed_models: z.array(z.string().min(1)).max(500).optional(),
+    retention: z.union([z.literal('none'), z.number().int().min(0).max(36_500)]).nullable().optional(),
+  })
+  .strict();
+
+function badRequest(issues: ZodIssue[]): GatewayError {
+  const issue = issues[0]!;
+  const param = issue.path.length ? formatPath(issue.path) : null;
+  const message = issue.code === 'unrecognized_keys' ? `unknown field ${issue.keys.join(', ')}` : issue.message;
+  return new GatewayError('invalid_request', param ? `${param}: ${message}` : message, { param: issue.code === 'unrecognized_keys' ? issue.keys[0]! : param });
+}
+
+function parseBody<T extends z.ZodTypeAny>(schema: T, body: unknown): z.infer<T> {
+  const r = schema.safeParse(body ?? {});
+  if (!r.success) throw badRequest(r.error.issues);
+  return r.data;
+}
+
+function mergeSettings(current: KeySettings, b: Partial<z.infer<typeof keyBody>>): KeySettings {
+  return keySettingsSchema.parse({
+    limit: b.limit === undefined ? current.limit : b.limit === null ? null : toUsdString(b.limit),
+    limit_reset: b.limit_reset === undefined ? current.limit_reset : (b.limit_reset ?? 'never'),
+    rate_limit: b.rate_limit === undefined ? current.rate_limit : b.rate_limit === null ? {} : { ...current.rate_limit, ...b.rate_limit },
+    allowed_models: b.allowed_models ?? current.allowed_models,
+    retention: b.retention === undefined ? current.retention : b.retention,
+  });
+}
+
+function requireAdmin(req: FastifyRequest): void {
+  if (!req.apiKey.isAdmin) throw new GatewayError('admin_key_required', 'key management needs the admin key (OP_ADMIN_KEY)');
+}
+
+/** Spend of a key (USD strings) for its limit period and the usual windows. */
+async function usageOf(rt: GatewayRuntime, key: ApiKey) {
+  const now = Date.now();
+  const s = key.settings;
+  const load = (start: number) => () => rt.loadSpent(key.id, start);
+  const period = periodStart(s.limit_reset, now);
+  const spent = await rt.limits.spent(key.id, period, load(period));
+  const [daily, weekly, monthly, all] = await Promise.all(
+    (['daily', 'weekly', 'monthly', 'never'] as const).map((r) => (r === s.limit_reset ? Promise.resolve(spent) : rt.loadSpent(key.id, periodStart(r, now)))),
+  );
+  const limit = s.limit === null ? null : usdToPico(s.limit);
+  return {
+    usage: picoToUsdString(spent),
+    usage_daily: picoToUsdString(daily!),
+    usage_weekly: picoToUsdString(weekly!),
+    usage_monthly: picoToUsdString(monthly!),
+    usage_total: picoToUsdString(all!),
+    limit_remaining: limit === null ? null : picoToUsdString(limit > spent ? limit - spent : 0n),
+  };
+}
+
+/** The public shape of a key (never its secret). Money in USD decimal strings. */
+async function keyObject(rt: GatewayRuntime, key: ApiKey) {
+  const s = key.settings;
+  return {
+    id: key.id,
+    name: key.name,
+    label: `${key.prefix}…`,
+    disabled: key.disabled,
+    limit: s.limit,
+    limit_reset: s.limit_reset,
+    rate_limit: { requests_per_minute: s.rate_limit.requests_per_minute, tokens_per_minute: s.rate_limit.tokens_per_minute },
+    allowed_models: s.allowed_models,
+    retention: s.retention,
+    expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString(),
+    created_at: new Date(key.createdAt).toISOString(),
+    ...(await usageOf(rt, key)),
+  };
+}
+
+/**
+ * Key management (admin key): `GET/POST /v1/keys`, `GET/PATCH/DELETE /v1/keys/{id}`; and
+ * `GET /v1/key` for the calling key's own limits and usage.
+ */
+export function registerKeyRoutes(app: FastifyInstance, rt: () => GatewayRuntime, db: Kysely<Database>, resolver: KeyResolver): void {
+  app.get('/v1/key', async (req) => {
+    const key = req.apiKey;
+    if (key.isAdmin) return { data: { id: 'admin', name: 'admin', is_admin: true, limit: null, limit_remaining: null, rate_limit: null } };
+    return { data: { ...(await keyObject(rt(), key)), is_admin: false } };
+  });
+
+  app.get('/v1/keys', async (req) => {
+    requireAdmin(req);
+    const keys = await listKeys(db);
+    return { data: await Promise.all(keys.map((k) => keyObject(rt(), k))) };
+  });
+
+  app.post('/v1/keys', async (req, reply) => {
+    requireAdmin(req);
+    const body = parseBody(keyBody, req.body);
+    const settings = mergeSettings(keySettingsSchema.parse({}), body);
+    const expires = body.expires_at ? Date.parse(body.expires_at) : null;
+    const { key, secret } = await createKey(db, body.name, expires, settings);
+    const created = body.disabled ? ((await updateKey(db, key.id, { disabled: true })) ?? key) : key;
+    reply.code(201);
+    return { data: await keyObject(rt(), created), key: secret };
+  });
+
+  const loadOr404 = async (id: string) => {
+    const key = await getKey(db, id);
+    if (!key) throw new GatewayError('not_found', `no key ${JSON.stringify(id)}`, { param: 'id' });
+    return key;
+  };
+
+  app.get<{ Params: { id: string } }>('/v1/keys/:id', async (req) => {
+    requireAdmin(req);
+    return { data: await keyObject(rt(), await loadOr404(req.params.id)) };
+  });
+
+  app.patch<{ Params: { id: string } }>('/v1/keys/:id', async (req) => {
+    requireAdmin(req);
+    const current = await loadOr404(req.params.id);
+    const body = parseBody(keyBody.partial(), req.body);
+    const updated = await updateKey(db, current.id, {
+      name: body.name,
+      disabled: body.disabled,
+      expiresAt: body.expires_at === undefined ? undefined : body.expires_at === null ? null : Date.parse(body.expires_at),
+      settings: mergeSettings(current.settings, body),
+    });
+    resolver.invalidate();
+    return { data: await keyObject(rt(), updated!) };
+  });
+
+  app.delete<{ Params: { id: string } }>('/v1/keys/:id', async (req) => {
+    requireAdmin(req);
+    const ok = await deleteKey(db, req.params.id);
+    if (!ok) throw new GatewayError('not_found', `no key ${JSON.stringify(req.params.id)}`, { param: 'id' });
+    resolver.invalidate();
+    return { data: { id: req.params.id, deleted: true } };
+  });
+}

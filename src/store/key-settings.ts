@@ -1,0 +1,35 @@
+import { z } from 'zod';
+
+/**
+ * What a key may do, stored as JSON in `api_keys.settings`. Field names follow OpenRouter's key
+ * API where it has them (`limit` in USD, `limit_reset`).
+ */
+export const keySettingsSchema = z
+  .object({
+    /** Credit limit in USD as an exact decimal string, or null for none. */
+    limit: z.string().regex(/^\d+(\.\d{1,6})?$/).nullable().default(null),
+    limit_reset: z.enum(['daily', 'weekly', 'monthly', 'never']).default('never'),
+    rate_limit: z
+      .object({
+        requests_per_minute: z.number().int().min(1).nullable().default(null),
+        tokens_per_minute: z.number().int().min(1).nullable().default(null),
+      })
+      .strict()
+      .default({}),
+    /** Model ids this key may use; empty = all. */
+    allowed_models: z.array(z.string().min(1)).default([]),
+    /** Default retention of this key's generations (`none` or days); null = the gateway's. */
+    retention: z.union([z.literal('none'), z.number().int().min(0).max(36_500)]).nullable().default(null),
+  })
+  .strict();
+
+export type KeySettings = z.infer<typeof keySettingsSchema>;
+
+/** Parse stored settings; unknown or broken JSON falls back to no limits (and is logged by callers). */
+export function parseKeySettings(json: string): KeySettings {
+  try {
+    return keySettingsSchema.parse(JSON.parse(json || '{}'));
+  } catch {
+    return keySettingsSchema.parse({});
+  }
+}
