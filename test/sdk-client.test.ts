@@ -125,7 +125,7 @@ describe('openai SDK through the gateway', () => {
     const sent = upstream.requests.at(-1)!;
     assert.equal(sent.path, '/v1/chat/completions');
     assert.deepEqual((sent.json as Json).messages, [{ role: 'user', content: 'The capital of France is' }]);
-    assert.equal((sent.json as Json).max_tokens, 5);
+    assert.equal((sent.json as Json).max_completion_tokens, 5);
 
     upstream.enqueue({ json: { id: 'x', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: ' Paris.' }, finish_reason: 'stop' }], usage: { prompt_tokens: 7, completion_tokens: 2, total_tokens: 9 } } });
     const plain = await client.completions.create({ model: 'test/chat-only', prompt: 'The capital of France is' });

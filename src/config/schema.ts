@@ -45,6 +45,8 @@ export const providerSchema = z
   .object({
     id: slug,
     kind: z.enum(['openai', 'anthropic', 'gemini', 'local']),
+    /** Kind `openai` only: the server family, for its quirks (see docs/providers.md). */
+    dialect: z.enum(['openai', 'vllm', 'llamacpp', 'ollama', 'deepseek', 'groq', 'openrouter', 'mistral']).default('openai'),
     base_url: z.string().url('must be an absolute http(s) URL').optional(),
     api_key: z.string().optional(),
     headers: z.record(z.string(), z.string()).default({}),

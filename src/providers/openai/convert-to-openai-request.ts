@@ -1,6 +1,7 @@
 import type { ChatMessage, ChatRequest, CompletionRequest } from '../../api/chat-types.js';
 import { requestedOutputLimit } from '../../api/request-schemas.js';
 import type { ResolvedEndpoint } from '../types.js';
+import { DIALECTS, type OpenAIDialect } from './dialects.js';
 
 /**
  * Optional request fields and the `supported_parameters` name that allows each. A field whose
@@ -23,20 +24,40 @@ const OPTIONAL_PARAMS: ReadonlyArray<readonly [keyof ChatRequest & string, strin
   ['tool_choice', 'tool_choice'],
   ['parallel_tool_calls', 'parallel_tool_calls'],
   ['response_format', 'response_format'],
-  ['reasoning', 'reasoning'],
-  ['reasoning_effort', 'reasoning_effort'],
   ['user', 'user'],
 ];
 
-/** Messages as OpenAI-compatible servers expect them: our `reasoning` echo fields are not sent. */
-function toWireMessages(messages: ChatMessage[]): unknown[] {
+/**
+ * Messages as the server's dialect expects them: earlier reasoning echoed under the dialect's
+ * field (or dropped), `reasoning_details` kept only where understood, and `null` rather than
+ * `""` beside tool calls.
+ */
+function toWireMessages(messages: ChatMessage[], dialect: OpenAIDialect): unknown[] {
   return messages.map((m) => {
-    if (m.role === 'assistant' && (m.reasoning !== undefined || m.reasoning_details !== undefined)) {
-      const { reasoning: _r, reasoning_details: _d, ...rest } = m;
-      return rest;
+    if (m.role !== 'assistant') return m;
+    const { reasoning, reasoning_details, ...rest } = m;
+    const out: Record<string, unknown> = { ...rest };
+    if (rest.tool_calls?.length && rest.content === '') out.content = null;
+    if (reasoning) {
+      if (dialect.echoReasoning === 'reasoning') out.reasoning = reasoning;
+      else if (dialect.echoReasoning === 'reasoning_content_on_tool_calls' && rest.tool_calls?.length) out.reasoning_content = reasoning;
     }
-    return m;
+    if (reasoning_details && dialect.echoReasoningDetails) out.reasoning_details = reasoning_details;
+    return out;
   });
+}
+
+/** Reasoning settings in the dialect's form. */
+function applyReasoning(req: ChatRequest, body: Record<string, unknown>, supported: readonly string[], dialect: OpenAIDialect, dropped: string[]): void {
+  const effort = req.reasoning_effort ?? req.reasoning?.effort;
+  if (req.reasoning === undefined && req.reasoning_effort == null) return;
+  const allowed = supported.includes('reasoning') || supported.includes('reasoning_effort');
+  if (!allowed || dialect.reasoningParam === 'none') {
+    dropped.push(req.reasoning !== undefined ? 'reasoning' : 'reasoning_effort');
+    return;
+  }
+  if (dialect.reasoningParam === 'reasoning') body.reasoning = req.reasoning ?? { effort };
+  else if (effort) body.reasoning_effort = effort;
 }
 
 function headersFor(target: ResolvedEndpoint): Record<string, string> {
@@ -62,11 +83,9 @@ function copySupported(req: Record<string, unknown>, body: Record<string, unknow
   return dropped;
 }
 
-/** Put the output limit in the field the endpoint takes (`max_completion_tokens` preferred). */
-function setOutputLimit(body: Record<string, unknown>, limit: number | undefined, supported: readonly string[]): void {
-  if (limit === undefined) return;
-  if (supported.includes('max_completion_tokens') || !supported.includes('max_tokens')) body.max_completion_tokens = limit;
-  else body.max_tokens = limit;
+/** The dialect of a target (kind `openai` providers). */
+export function dialectOf(target: ResolvedEndpoint): OpenAIDialect {
+  return DIALECTS[target.provider.dialect];
 }
 
 /**
@@ -76,9 +95,22 @@ function setOutputLimit(body: Record<string, unknown>, limit: number | undefined
  */
 export function convertToOpenAIChatRequest(req: ChatRequest, target: ResolvedEndpoint, stream: boolean) {
   const supported = target.endpoint.supported_parameters;
-  const body: Record<string, unknown> = { model: target.endpoint.upstream_model, messages: toWireMessages(req.messages) };
+  const dialect = dialectOf(target);
+  const body: Record<string, unknown> = { model: target.endpoint.upstream_model, messages: toWireMessages(req.messages, dialect) };
   const dropped = copySupported(req as unknown as Record<string, unknown>, body, supported, OPTIONAL_PARAMS);
-  setOutputLimit(body, requestedOutputLimit(req), supported);
+  applyReasoning(req, body, supported, dialect, dropped);
+  const limit = requestedOutputLimit(req);
+  if (limit !== undefined) body[dialect.outputLimitField] = limit;
+  if (!dialect.parallelToolCalls && body.parallel_tool_calls !== undefined) {
+    delete body.parallel_tool_calls;
+    dropped.push('parallel_tool_calls');
+  }
+  if (!dialect.namedToolChoice && typeof body.tool_choice === 'object' && Array.isArray(body.tools)) {
+    // The server ignores a named choice: force a call and offer only that tool.
+    const name = (body.tool_choice as { function: { name: string } }).function.name;
+    body.tools = (body.tools as { function: { name: string } }[]).filter((t) => t.function.name === name);
+    body.tool_choice = 'required';
+  }
   if (stream) {
     body.stream = true;
     body.stream_options = { include_usage: true };

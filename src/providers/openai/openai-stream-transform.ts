@@ -44,7 +44,8 @@ export function createOpenAIStreamTransform(providerId: string, _operation: Upst
         if (Array.isArray(delta.tool_calls)) for (const tc of delta.tool_calls) parts.push(...tools.push(tc));
         if (choice.finish_reason) finish = choice.finish_reason;
       }
-      const u = convertOpenAIUsage(chunk.usage);
+      // Groq reports stream usage under `x_groq.usage`.
+      const u = convertOpenAIUsage(chunk.usage ?? (chunk as { x_groq?: { usage?: OpenAIResponseWire['usage'] } }).x_groq?.usage);
       if (u) usage = { type: 'usage', usage: u };
       return parts;
     },
