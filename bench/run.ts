@@ -70,8 +70,10 @@ const SCENARIOS: Scenario[] = [
   { id: 'chat', name: 'chat, non-streaming', stream: false, endpoints: ['ok'] },
   { id: 'chat-stream', name: 'chat, streaming', stream: true, endpoints: ['ok'] },
   { id: 'chat-long', name: 'chat, non-streaming, 16 KB prompt', stream: false, endpoints: ['ok'], prompt: prose(16_000) },
-  // Failover, for example: { id: 'failover', name: 'first endpoint fails at once, second serves', stream: false, endpoints: ['fail', 'ok'] }
-  // (the direct baseline then calls `ok`, the endpoint that serves).
+  // One failover: the first endpoint (by provider.order) answers 503 at once, the second serves.
+  // The direct baseline calls `ok`, so "added" is the gateway plus one failed attempt.
+  { id: 'failover', name: 'chat, non-streaming, first endpoint fails at once, second serves', stream: false, endpoints: ['fail', 'ok'], extraBody: { provider: { order: ['up-fail', 'up-ok'] } } },
+  { id: 'failover-stream', name: 'chat, streaming, first endpoint fails at once, second serves', stream: true, endpoints: ['fail', 'ok'], extraBody: { provider: { order: ['up-fail', 'up-ok'] } } },
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -242,6 +244,8 @@ function providerId(b: Behaviour): string {
 function gatewayConfig(upstream: Upstream, scenarios: Scenario[]): unknown {
   const behaviours = [...new Set(scenarios.flatMap((s) => s.endpoints))];
   return {
+    // The failover scenarios must fail over on every request: keep the breaker from opening.
+    routing: { circuit_breaker: { failure_threshold: 1_000_000_000 }, recent_failure_ms: 0 },
     providers: behaviours.map((b) => ({ id: providerId(b), kind: 'openai', base_url: upstream.url(b) })),
     models: scenarios.map((s) => ({
       id: `bench/${s.id}`,
@@ -509,6 +513,9 @@ interface RunInfo {
   gatewayRssMiB: number | undefined;
 }
 
+/** "Other" CPU use during a run from which its numbers are marked as contended. */
+const CONTENDED_CPUS = 0.3;
+
 function fmtCpus(n: number | undefined): string {
   return n === undefined ? 'n/a' : n.toFixed(2);
 }
@@ -536,6 +543,12 @@ function report(results: ScenarioResult[], info: RunInfo): string {
   const cli = relative(ROOT, CLI) || CLI;
   if (cli !== join('dist', 'src', 'cli.js') || GATEWAY_NODE_ARGS.length) out.push(`- Gateway command: \`node ${[...GATEWAY_NODE_ARGS, CLI].join(' ')} serve\`.`);
   out.push('');
+  let flagged = false;
+  const flag = (run: Run): string => {
+    if (run.cpu?.other === undefined || run.cpu.other < CONTENDED_CPUS) return '';
+    flagged = true;
+    return ' ⚠';
+  };
   out.push('## Results', '');
   out.push('| scenario | direct p50 / p99 (ms) | gateway p50 / p99 (ms) | added p50 / p99 (ms) | direct rps | gateway rps | gateway / direct |');
   out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
@@ -543,11 +556,16 @@ function report(results: ScenarioResult[], info: RunInfo): string {
     const d = latencyPair(r.direct.latency);
     const g = latencyPair(r.gateway.latency);
     const ratio = r.gateway.saturation.rps / r.direct.saturation.rps;
+    const dl = flag(r.direct.latency);
+    const gl = flag(r.gateway.latency);
+    const ds = flag(r.direct.saturation);
+    const gs = flag(r.gateway.saturation);
     out.push(
-      `| ${r.scenario.name} | ${fmtMs(d.p50)} / ${fmtMs(d.p99)} | ${fmtMs(g.p50)} / ${fmtMs(g.p99)} | ${fmtSigned(g.p50 - d.p50)} / ${fmtSigned(g.p99 - d.p99)} | ` +
-        `${fmtInt(r.direct.saturation.rps)} | ${fmtInt(r.gateway.saturation.rps)} | ${(ratio * 100).toFixed(0)}% |`,
+      `| ${r.scenario.name} | ${fmtMs(d.p50)} / ${fmtMs(d.p99)}${dl} | ${fmtMs(g.p50)} / ${fmtMs(g.p99)}${gl} | ${fmtSigned(g.p50 - d.p50)} / ${fmtSigned(g.p99 - d.p99)}${dl || gl} | ` +
+        `${fmtInt(r.direct.saturation.rps)}${ds} | ${fmtInt(r.gateway.saturation.rps)}${gs} | ${(ratio * 100).toFixed(0)}%${ds || gs} |`,
     );
   }
+  if (flagged) out.push('', `⚠ measured while other work on the machine used ${CONTENDED_CPUS} CPUs or more (see "other" below): that number is less reliable.`);
   out.push('', '## Details', '');
   out.push('| scenario | target | run | 2xx/s | not 2xx | autocannon p50 / p99 / mean (ms) | CPUs: load gen / upstream / gateway / other | gateway CPU µs per request |');
   out.push('| --- | --- | --- | ---: | ---: | ---: | --- | ---: |');

@@ -40,11 +40,13 @@ function config(upstreamUrl: string) {
       { id: 'gemini', kind: 'gemini', base_url: origin, api_key: 'k' },
       { id: 'gemini-open', kind: 'gemini', base_url: `${origin}/`, api_key: 'k2', image_fetch: { allow_private_addresses: true, max_bytes: 1000, timeout_ms: 5000 } },
       { id: 'gemini-v1', kind: 'gemini', base_url: upstreamUrl, api_key: 'k3', headers: { 'X-Extra': 'yes' } },
+      { id: 'gemini-hasty', kind: 'gemini', base_url: origin, api_key: 'k4', image_fetch: { allow_private_addresses: true, timeout_ms: 200 } },
     ],
     models: [
       { id: 'google/gemini-x', context_length: 1_000_000, endpoints: [endpoint('gemini', 'gemini-x')] },
       { id: 'google/gemini-open', context_length: 1_000_000, endpoints: [endpoint('gemini-open', 'gemini-x')] },
       { id: 'google/gemini-v1', context_length: 1_000_000, endpoints: [endpoint('gemini-v1', 'gemini-x')] },
+      { id: 'google/gemini-hasty', context_length: 1_000_000, endpoints: [endpoint('gemini-hasty', 'gemini-x')] },
       { id: 'google/gemini-2.5-flash', context_length: 1_000_000, endpoints: [endpoint('gemini', 'gemini-2.5-flash')] },
       { id: 'google/gemini-2.5-pro', context_length: 1_000_000, endpoints: [endpoint('gemini', 'gemini-2.5-pro')] },
       { id: 'google/gemini-3-pro', context_length: 1_000_000, endpoints: [endpoint('gemini', 'gemini-3-pro-preview')] },
@@ -80,6 +82,12 @@ describe('Gemini request translation', () => {
         case '/loop':
           res.writeHead(302, { location: '/loop' });
           return res.end();
+        case '/slow':
+          setTimeout(() => {
+            res.writeHead(200, { 'content-type': 'image/png' });
+            res.end(PNG);
+          }, 1000);
+          return;
         case '/page':
           res.writeHead(200, { 'content-type': 'text/html' });
           return res.end('<html></html>');
@@ -250,14 +258,15 @@ describe('Gemini request translation', () => {
     });
     assert.deepEqual(body.contents, [{ role: 'user', parts: [{ text: 'What is this?' }, { inlineData: { mimeType: 'image/png', data: PNG.toString('base64') } }] }]);
 
-    for (const path of ['/cat.png', '/redirect', '/untyped']) {
+    // By IP literal, through a redirect, sniffed (octet-stream), and by a host name resolved with dns.lookup.
+    for (const url of [`${imageBase}/cat.png`, `${imageBase}/redirect`, `${imageBase}/untyped`, `${imageBase.replace('127.0.0.1', 'localhost')}/cat.png`]) {
       await client.chat.completions.create({
         model: 'google/gemini-open',
-        messages: [{ role: 'user', content: [{ type: 'text', text: 'And this?' }, { type: 'image_url', image_url: { url: `${imageBase}${path}` } }] }],
+        messages: [{ role: 'user', content: [{ type: 'text', text: 'And this?' }, { type: 'image_url', image_url: { url } }] }],
       });
       assert.deepEqual((upstream.requests.at(-1)!.json as Json).contents, [
         { role: 'user', parts: [{ text: 'And this?' }, { inlineData: { mimeType: 'image/png', data: PNG.toString('base64') } }] },
-      ], path);
+      ], url);
     }
   });
 
@@ -273,7 +282,7 @@ describe('Gemini request translation', () => {
     assert.equal(imageHits, hits, 'the image server was never contacted');
   });
 
-  test('images: too large, not an image, too many redirects, not http are 400s', async () => {
+  test('images: too large, not an image, too many redirects, an error status, too slow, not http are 400s', async () => {
     const cases: [string, RegExp][] = [
       [`${imageBase}/big.png`, /larger than 1000 bytes/],
       [`${imageBase}/page`, /not an image \(content-type text\/html\)/],
@@ -293,6 +302,13 @@ describe('Gemini request translation', () => {
       assert.match(error.message, reason);
       assert.equal(upstream.requests.length, before);
     }
+    const slow = await fetch(`${gw.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'google/gemini-hasty', messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }, { type: 'image_url', image_url: { url: `${imageBase}/slow` } }] }] }),
+    });
+    assert.equal(slow.status, 400);
+    assert.deepEqual(((await slow.json()) as Json).error.message, 'messages[0].content[1].image_url.url: could not fetch the image: no complete answer within 200 ms');
     const ftp = await refused({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'ftp://example.com/a.png' } }] }] });
     assert.equal(ftp.error.param, 'messages[0].content[0].image_url.url');
   });

@@ -120,6 +120,18 @@ describe('generation records', () => {
     assert.equal(data.content.output.content, `${kept}-out`);
   });
 
+  test('GET /metrics counts generations, tokens and attempts in Prometheus format', async () => {
+    const text = await (await fetch(`${gw.origin}/metrics`)).text();
+    const line = (name: string) => text.split('\n').find((l) => l.startsWith(name));
+    // Earlier tests in this file: successes from alice and bob, one 400, one upstream 503.
+    assert.match(line('opinference_generations_total{model="test/model",provider="",status="error",code="upstream_overloaded"}') ?? '', / 1$/);
+    assert.match(line('opinference_generations_total{model="test/model",provider="",status="error",code="invalid_request"}') ?? '', / 1$/);
+    assert.match(line('opinference_upstream_attempts_total{endpoint="up/upstream-model",code="upstream_overloaded"}') ?? '', / 1$/);
+    assert.match(line('opinference_tokens_total{model="test/model",provider="up",direction="prompt"}') ?? '', / \d+$/);
+    assert.match(text, /# TYPE opinference_generation_duration_seconds histogram/);
+    assert.equal(line('opinference_in_flight_generations'), 'opinference_in_flight_generations 0');
+  });
+
   test('the OpenAI SDK sees the generation id in the header and the body', async () => {
     upstream.enqueue(completion('sdk'));
     const client = new OpenAI({ baseURL: gw.baseURL, apiKey: alice.secret, maxRetries: 0 });

@@ -89,8 +89,6 @@ function checkReferences(config: GatewayConfig): string[] {
       if (!p) {
         const known = [...providers.keys()].join(', ') || 'none configured';
         issues.push(`${at}.provider: unknown provider "${e.provider}" (known: ${known})`);
-      } else if (p.kind === 'local') {
-        issues.push(`${at}.provider: provider "${p.id}" has kind "${p.kind}", which this version does not serve yet`);
       }
       const ctx = e.context_length ?? m.context_length;
       if (e.max_completion_tokens !== undefined && e.max_completion_tokens > ctx) {

@@ -41,6 +41,29 @@ export const imageFetchSchema = z
   })
   .strict();
 
+/**
+ * Settings of the built-in llama.cpp engine (provider kind `local`, see src/providers/local/).
+ * Each endpoint of a `local` provider runs one engine process with these settings.
+ */
+export const localEngineSchema = z
+  .object({
+    /** Generations run at once (llama.cpp sequences of one context, batched together). */
+    parallel_sequences: z.number().int().min(1).max(64).default(2),
+    /** Requests waiting for a free sequence; one more is refused with a retryable 503. */
+    max_queue: z.number().int().min(0).max(100_000).default(16),
+    /** Context window of each sequence, in tokens. */
+    context_size: z.number().int().min(64).max(1_048_576).default(4096),
+    /** Layers offloaded to a GPU: a number, "auto" or "max". 0 = CPU only. */
+    gpu_layers: z.union([z.number().int().min(0), z.enum(['auto', 'max'])]).default(0),
+    /** CPU threads per evaluation (0 = the engine's default: the machine's math cores). */
+    threads: z.number().int().min(0).max(1024).default(0),
+    /** Where `hf:` and URL model sources are downloaded to (once). Default ./data/models. */
+    cache_dir: z.string().min(1).optional(),
+    /** How long a request waits for a starting engine (model load, first download) before a retryable error, in ms. */
+    load_wait_ms: z.number().int().min(0).default(120_000),
+  })
+  .strict();
+
 export const providerSchema = z
   .object({
     id: slug,
@@ -55,6 +78,8 @@ export const providerSchema = z
     /** Most connections kept open to this provider. */
     max_connections: z.number().int().min(1).max(10_000).default(256),
     image_fetch: imageFetchSchema.default({}),
+    /** Kind `local` only: the llama.cpp engine's settings. */
+    local: localEngineSchema.optional(),
   })
   .strict();
 
@@ -174,6 +199,7 @@ export const configSchema = z
   .strict();
 
 export type TimeoutsConfig = z.infer<typeof timeoutsSchema>;
+export type LocalEngineConfig = z.infer<typeof localEngineSchema>;
 export type ProviderConfig = z.infer<typeof providerSchema>;
 export type PricingConfig = z.infer<typeof pricingSchema>;
 export type EndpointConfig = z.infer<typeof endpointSchema>;

@@ -55,8 +55,9 @@ export class OutputAccumulator {
   }
 
   /** Usage as reported, or estimated with the tokenizer from what was seen. */
-  usageOr(promptTokensEstimate: number): Usage {
+  usageOr(prompt: { estimate(): number }): Usage {
     if (this.usage) return this.usage;
+    const promptTokensEstimate = prompt.estimate();
     const args = this.toolCalls.map((t) => t.function.name + t.function.arguments).join('');
     const reasoningTokens = estimateTextTokens(this.reasoning);
     return {

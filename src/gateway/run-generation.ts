@@ -1,7 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import type { ChatRequest, CompletionRequest } from '../api/chat-types.js';
 import { computeCost, picoToUsdNumber } from '../accounting/cost.js';
-import { estimatePromptTokens } from '../accounting/estimate-tokens.js';
+import { PromptSize } from '../accounting/estimate-tokens.js';
 import { GatewayError, toGatewayError } from '../errors/gateway-error.js';
 import { transportErrorToGatewayError } from '../providers/upstream-errors.js';
 import type { ChatResult, ProviderAdapter, ResolvedEndpoint, StreamPart, UpstreamCall, UpstreamOperation } from '../providers/types.js';
@@ -106,6 +106,7 @@ export async function runGeneration(rt: GatewayRuntime, input: GenerationInput, 
   };
   reply.raw.on('close', onClose);
   rt.inFlight++;
+  rt.metrics.inFlight.inc();
   const routing = rt.config.routing;
   const keepAliveMs = rt.config.server.keepalive_interval_ms;
   if (stream && keepAliveMs > 0) {
@@ -115,9 +116,9 @@ export async function runGeneration(rt: GatewayRuntime, input: GenerationInput, 
       void writeToClient(reply.raw, ': keep-alive\n\n');
     }, keepAliveMs);
   }
-  const promptEstimate = estimatePromptTokens(chat.messages, chat.tools);
+  const prompt = new PromptSize(chat.messages, chat.tools);
   try {
-    const routePlan = planRoute(chat, { catalog: rt.catalog, health: rt.health, random: rt.random }, promptEstimate);
+    const routePlan = planRoute(chat, { catalog: rt.catalog, health: rt.health, random: rt.random }, prompt);
     let plan = routePlan.endpoints;
     if (input.api === 'completions') plan = restrictForCompletion(input.request, plan);
     let lastError: GatewayError | undefined;
@@ -135,6 +136,7 @@ export async function runGeneration(rt: GatewayRuntime, input: GenerationInput, 
       }
       let reserved = 0n;
       if (credit) {
+        const promptEstimate = prompt.estimate();
         const outTokens = worstCaseOutputTokens(chat, target, promptEstimate);
         const worst = worstCaseCost(target, promptEstimate, outTokens);
         const r = await rt.limits.reserve(credit.keyId, credit.periodStart, worst, credit.limitPico, () => rt.loadSpent(credit.keyId, credit.periodStart));
@@ -166,8 +168,8 @@ export async function runGeneration(rt: GatewayRuntime, input: GenerationInput, 
         draft.warnings = call.warnings ?? [];
         draft.routingReason = planned.reason;
         const status = stream
-          ? await streamAttempt(rt, input, draft, reply, state, target, adapter, call, operation, promptEstimate)
-          : await completeAttempt(rt, input, draft, reply, state, target, adapter, call, operation, promptEstimate);
+          ? await streamAttempt(rt, input, draft, reply, state, target, adapter, call, operation, prompt)
+          : await completeAttempt(rt, input, draft, reply, state, target, adapter, call, operation, prompt);
         const latency = Math.round(performance.now() - started);
         draft.attempts.push({ endpoint: target.id, provider: target.provider.id, model: target.model.id, status, error_code: draft.errorCode, latency_ms: latency, reason: planned.reason });
         if (credit) await rt.limits.settle(credit.keyId, credit.periodStart, reserved, draft.costPico);
@@ -228,17 +230,41 @@ export async function runGeneration(rt: GatewayRuntime, input: GenerationInput, 
   } finally {
     stopKeepAlive(state);
     rt.inFlight--;
+    rt.metrics.inFlight.dec();
     if (draft.keyId && draft.usage) {
       void rt.limits.addTokens(draft.keyId, (draft.usage.promptTokens ?? 0) + (draft.usage.completionTokens ?? 0), Date.now()).catch(() => {});
     }
     reply.raw.off('close', onClose);
-    const row = draft.toRow();
-    rt.writer.enqueue(row);
-    rt.log.info(
-      { reqId: row.request_id, generation: row.id, model: row.served_model ?? row.requested_model, provider: row.provider, status: row.status, code: row.error_code, streamed: stream, attempts: draft.attempts.length, prompt_tokens: row.prompt_tokens, completion_tokens: row.completion_tokens, ms: row.latency_ms, ttft_ms: row.ttft_ms },
-      'generation',
-    );
+    finishGeneration(rt, draft);
   }
+}
+
+/**
+ * Close a generation: queue its one record, count it in the metrics and log one line. Every
+ * accepted request ends here exactly once.
+ */
+export function finishGeneration(rt: GatewayRuntime, draft: GenerationDraft): void {
+  const row = draft.toRow();
+  rt.writer.enqueue(row);
+  recordMetrics(rt, row, draft);
+  rt.log.info(
+    { reqId: row.request_id, generation: row.id, model: row.served_model ?? row.requested_model, provider: row.provider, status: row.status, code: row.error_code, streamed: draft.streamed, attempts: draft.attempts.length, prompt_tokens: row.prompt_tokens, completion_tokens: row.completion_tokens, ms: row.latency_ms, ttft_ms: row.ttft_ms },
+    'generation',
+  );
+}
+
+/** Count a finished generation in the Prometheus metrics. */
+function recordMetrics(rt: GatewayRuntime, row: ReturnType<GenerationDraft['toRow']>, draft: GenerationDraft): void {
+  const m = rt.metrics;
+  const model = row.served_model ?? row.requested_model;
+  const provider = row.provider ?? '';
+  m.generations.inc({ model, provider, status: row.status, code: row.error_code ?? '' });
+  if (row.prompt_tokens) m.tokens.inc({ model, provider, direction: 'prompt' }, row.prompt_tokens);
+  if (row.completion_tokens) m.tokens.inc({ model, provider, direction: 'completion' }, row.completion_tokens);
+  if (draft.costPico > 0n) m.costUsd.inc({ model, provider }, Number(draft.costPico) / 1e12);
+  m.latency.observe({ model, streamed: row.streamed ? 'true' : 'false' }, row.latency_ms / 1000);
+  if (row.streamed && row.ttft_ms !== null) m.ttft.observe({ model }, row.ttft_ms / 1000);
+  for (const a of draft.attempts) m.attempts.inc({ endpoint: a.endpoint, code: a.error_code ?? 'ok' });
 }
 
 /** Update endpoint health after a failed attempt; rate limits start a (capped) cooldown. */
@@ -274,8 +300,8 @@ function identityFor(draft: GenerationDraft, model: string): ResponseIdentity {
   return { id: draft.id, created: Math.floor(draft.createdAt / 1000), model };
 }
 
-function settle(draft: GenerationDraft, target: ResolvedEndpoint, acc: OutputAccumulator, promptEstimate: number) {
-  const usage = acc.usageOr(promptEstimate);
+function settle(draft: GenerationDraft, target: ResolvedEndpoint, acc: OutputAccumulator, prompt: PromptSize) {
+  const usage = acc.usageOr(prompt);
   const cost = computeCost(usage, target.endpoint.pricing);
   draft.usage = usage;
   draft.costPico = cost.total;
@@ -299,7 +325,7 @@ function keepContent(draft: GenerationDraft, input: GenerationInput, acc: Output
 /** One non-streamed attempt. Returns the upstream status. */
 async function completeAttempt(
   rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, reply: FastifyReply, state: RunState,
-  target: ResolvedEndpoint, adapter: ProviderAdapter, call: UpstreamCall, operation: UpstreamOperation, promptEstimate: number,
+  target: ResolvedEndpoint, adapter: ProviderAdapter, call: UpstreamCall, operation: UpstreamOperation, prompt: PromptSize,
 ): Promise<number> {
   const total = new AbortController();
   let timedOut = false;
@@ -318,7 +344,7 @@ async function completeAttempt(
     }
     const result: ChatResult = adapter.parseResult(json, operation);
     const acc = OutputAccumulator.fromResult(result);
-    const usage = settle(draft, target, acc, promptEstimate);
+    const usage = settle(draft, target, acc, prompt);
     keepContent(draft, input, acc);
     if (result.finishReason === 'length' && !acc.hasAnswer()) throw reasoningExhausted();
     draft.markFirstToken();
@@ -343,7 +369,7 @@ async function completeAttempt(
  */
 async function streamAttempt(
   rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, reply: FastifyReply, state: RunState,
-  target: ResolvedEndpoint, adapter: ProviderAdapter, call: UpstreamCall, operation: UpstreamOperation, promptEstimate: number,
+  target: ResolvedEndpoint, adapter: ProviderAdapter, call: UpstreamCall, operation: UpstreamOperation, prompt: PromptSize,
 ): Promise<number> {
   const attempt = new AbortController();
   let firstTokenTimedOut = false;
@@ -361,11 +387,9 @@ async function streamAttempt(
     return writeToClient(raw, encoder.start());
   };
 
+  // Only generated content starts the output: usage or a finish reason seen first (Anthropic's
+  // message_start) do not, so an error right after them can still fail over.
   const emit = async (part: StreamPart) => {
-    if (!state.outputStarted) {
-      if (part.type === 'error') throw part.error;
-      await startOutput();
-    }
     switch (part.type) {
       case 'error':
         throw part.error;
@@ -374,6 +398,7 @@ async function streamAttempt(
         acc.add(part);
         return;
       default:
+        if (!state.outputStarted) await startOutput();
         acc.add(part);
         draft.markFirstToken();
         await writeToClient(raw, encoder.part(part));
@@ -402,7 +427,7 @@ async function streamAttempt(
     }
     if (state.clientGone.signal.aborted) throw new GatewayError('client_closed_request', 'the client closed the connection');
     if (!state.outputStarted) await startOutput();
-    const usage = settle(draft, target, acc, promptEstimate);
+    const usage = settle(draft, target, acc, prompt);
     keepContent(draft, input, acc);
     if (acc.finish?.finishReason === 'length' && !acc.hasAnswer()) {
       const err = reasoningExhausted();
@@ -426,7 +451,7 @@ async function streamAttempt(
     attempt.abort();
     if (!state.outputStarted) throw err;
     // After the first byte: no failover. Record what was seen and end with the error chunk.
-    const usage = settle(draft, target, acc, promptEstimate);
+    const usage = settle(draft, target, acc, prompt);
     keepContent(draft, input, acc);
     if (err.code === 'client_closed_request') throw err;
     draft.status = 'error';

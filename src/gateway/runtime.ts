@@ -6,6 +6,7 @@ import type { UpstreamPools } from '../relay/upstream-client.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { HealthRegistry } from '../routing/endpoint-health.js';
 import type { LimitStore } from '../limits/limit-store.js';
+import type { GatewayMetrics } from '../server/metrics.js';
 import type { GenerationWriter } from '../store/generation-writer.js';
 
 /** Everything a request needs from the running gateway. `config`/`catalog` change on reload. */
@@ -23,6 +24,7 @@ export interface GatewayRuntime {
   inFlight: number;
   /** Key credit and rate-limit state (in-process, or Redis). */
   limits: LimitStore;
+  metrics: GatewayMetrics;
   /** A key's settled spend since `periodStart` from the database (picodollars). */
   loadSpent: (keyId: string, periodStart: number) => Promise<bigint>;
 }

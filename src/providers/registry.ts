@@ -1,6 +1,7 @@
 import type { ProviderConfig } from '../config/schema.js';
 import { createAnthropicAdapter } from './anthropic/anthropic-adapter.js';
 import { createGeminiAdapter } from './gemini/gemini-adapter.js';
+import { createLocalAdapter } from './local/local-adapter.js';
 import { createOpenAIAdapter } from './openai/openai-adapter.js';
 import type { ProviderAdapter } from './types.js';
 
@@ -14,6 +15,6 @@ export function adapterFor(provider: ProviderConfig): ProviderAdapter {
     case 'gemini':
       return createGeminiAdapter(provider);
     case 'local':
-      throw new Error('provider kind "local" is not implemented yet');
+      return createLocalAdapter(provider);
   }
 }

@@ -3,6 +3,12 @@ import { requestedOutputLimit } from '../api/request-schemas.js';
 import { toMicros } from '../accounting/cost.js';
 import type { ResolvedEndpoint } from '../providers/types.js';
 
+/** A prompt's size: a cheap upper bound and the tokenizer's estimate on demand. */
+export interface PromptTokens {
+  upperBound: number;
+  estimate(): number;
+}
+
 /** Why an endpoint cannot serve a request. */
 export type ExclusionReason =
   | 'ignored'
@@ -57,7 +63,7 @@ const matches = (list: readonly string[] | undefined, t: ResolvedEndpoint) =>
 const usdPerM = (price: number | string) => Number(toMicros(price)) / 1e6;
 
 /** The static filters (everything but health), first failing one wins. */
-export function filterEndpoint(t: ResolvedEndpoint, req: ChatRequest, needs: readonly string[], promptTokens: number): FilterVerdict | undefined {
+export function filterEndpoint(t: ResolvedEndpoint, req: ChatRequest, needs: readonly string[], prompt: PromptTokens): FilterVerdict | undefined {
   const pref = req.provider ?? {};
   if (matches(pref.ignore, t)) return { reason: 'ignored', detail: 'listed in provider.ignore' };
   if (pref.only && !matches(pref.only, t)) return { reason: 'not_in_only', detail: `not in provider.only [${pref.only.join(', ')}]` };
@@ -89,8 +95,12 @@ export function filterEndpoint(t: ResolvedEndpoint, req: ChatRequest, needs: rea
   if (outputLimit !== undefined && maxOut !== undefined && outputLimit > maxOut) {
     return { reason: 'max_completion_tokens', detail: `output limit ${outputLimit} exceeds its max_completion_tokens ${maxOut}` };
   }
-  if (promptTokens + (outputLimit ?? 0) > t.contextLength) {
-    return { reason: 'context_length', detail: `about ${promptTokens} prompt tokens + ${outputLimit ?? 0} output tokens exceed its context length ${t.contextLength}` };
+  // The cheap upper bound settles most fits; the tokenizer runs only when it cannot.
+  if (prompt.upperBound + (outputLimit ?? 0) > t.contextLength) {
+    const promptTokens = prompt.estimate();
+    if (promptTokens + (outputLimit ?? 0) > t.contextLength) {
+      return { reason: 'context_length', detail: `about ${promptTokens} prompt tokens + ${outputLimit ?? 0} output tokens exceed its context length ${t.contextLength}` };
+    }
   }
   return undefined;
 }

@@ -3,7 +3,7 @@ import { GatewayError } from '../errors/gateway-error.js';
 import type { ResolvedEndpoint } from '../providers/types.js';
 import type { Catalog } from './catalog.js';
 import type { HealthRegistry } from './endpoint-health.js';
-import { endpointPrice, filterEndpoint, requiredParameters, type ExclusionReason } from './filters.js';
+import { endpointPrice, filterEndpoint, requiredParameters, type ExclusionReason, type PromptTokens } from './filters.js';
 
 /** Why an endpoint was left out of a plan. */
 export interface Exclusion {
@@ -106,7 +106,8 @@ function orderModel(eligible: ResolvedEndpoint[], req: ChatRequest, ctx: RouteCo
  *   model or every endpoint filtered out; the message lists why), `context_length_exceeded`
  *   (only the context window excluded them), `endpoints_unavailable` (only health excluded them).
  */
-export function planRoute(req: ChatRequest, ctx: RouteContext, promptTokens: number): RoutePlan {
+export function planRoute(req: ChatRequest, ctx: RouteContext, promptTokens: number | PromptTokens): RoutePlan {
+  const prompt: PromptTokens = typeof promptTokens === 'number' ? { upperBound: promptTokens, estimate: () => promptTokens } : promptTokens;
   if (ctx.catalog.empty) {
     throw new GatewayError(
       'no_providers_configured',
@@ -127,7 +128,7 @@ export function planRoute(req: ChatRequest, ctx: RouteContext, promptTokens: num
     const eligible: ResolvedEndpoint[] = [];
     for (const target of entry.endpoints) {
       if (plan.endpoints.some((p) => p.target === target)) continue;
-      let verdict = filterEndpoint(target, req, needs, promptTokens);
+      let verdict = filterEndpoint(target, req, needs, prompt);
       if (!verdict) {
         const admission = ctx.health.peek(target.id);
         if (!admission.ok) {

@@ -18,9 +18,11 @@ import { registerGenerationRoutes } from './routes/generation.js';
 import { registerModelRoutes } from './routes/models.js';
 import { registerUsageRoutes } from './routes/usage.js';
 import { registerKeyRoutes } from './routes/keys.js';
+import { registerDashboard } from './routes/dashboard.js';
 import { MemoryLimitStore } from '../limits/memory-limit-store.js';
 import { RedisLimitStore } from '../limits/redis-limit-store.js';
 import { sql } from 'kysely';
+import { GatewayMetrics } from './metrics.js';
 import { startRetentionPurge } from '../store/retention-purge.js';
 import { sendError } from './send-error.js';
 
@@ -116,6 +118,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     random: options.random ?? Math.random,
     inFlight: 0,
     limits: options.redisUrl ? new RedisLimitStore(options.redisUrl) : new MemoryLimitStore(),
+    metrics: new GatewayMetrics(),
     async loadSpent(keyId, periodStart) {
       const row = await db
         .selectFrom('usage_hourly')
@@ -158,6 +161,10 @@ export function buildGateway(options: GatewayOptions): Gateway {
   });
 
   app.get('/health', async () => ({ status: 'ok' }));
+  app.get('/metrics', async (_req, reply) => {
+    reply.type(runtime.metrics.registry.contentType);
+    return runtime.metrics.registry.metrics();
+  });
   app.get('/ready', async (_req, reply) => {
     if (runtime.catalog.empty) return reply.code(200).send({ status: 'ready', warning: 'no models configured' });
     return { status: 'ready', models: runtime.catalog.models.size };
@@ -167,6 +174,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   registerGenerationRoutes(app, rt, db);
   registerUsageRoutes(app, rt, db);
   registerKeyRoutes(app, rt, db, keys);
+  registerDashboard(app);
   const stopPurge = options.purgeIntervalMs === 0 ? () => {} : startRetentionPurge(db, app.log, options.purgeIntervalMs ?? 3_600_000);
 
   return {

@@ -32,10 +32,38 @@ export function openDatabase(url: string = DEFAULT_DATABASE_URL): OpenDatabase {
   const file = memory ? ':memory:' : resolve(path);
   if (!memory) mkdirSync(dirname(file), { recursive: true });
   const sqlite = new SQLite(file);
+  const cached = withStatementCache(sqlite);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.defaultSafeIntegers(false);
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cached }) });
   return { db, dialect: 'sqlite', location: file, close: () => db.destroy() };
+}
+
+/**
+ * Kysely prepares a statement for every query it runs; better-sqlite3 statements are reusable,
+ * so keep the most recent ones by SQL text (the record writer and lookups repeat a few shapes).
+ */
+function withStatementCache(sqlite: SQLite.Database, size = 256): SQLite.Database {
+  const cache = new Map<string, SQLite.Statement>();
+  return new Proxy(sqlite, {
+    get(target, prop, receiver) {
+      if (prop === 'prepare') {
+        return (source: string) => {
+          let stmt = cache.get(source);
+          if (stmt) {
+            cache.delete(source);
+          } else {
+            stmt = target.prepare(source);
+            if (cache.size >= size) cache.delete(cache.keys().next().value as string);
+          }
+          cache.set(source, stmt);
+          return stmt;
+        };
+      }
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
 }

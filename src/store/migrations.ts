@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type SqlBool } from 'kysely';
 import type { Database } from './schema.js';
 
 /** One schema step. Steps run once each, in order, inside a transaction. */
@@ -100,6 +100,20 @@ export const MIGRATIONS: readonly Migration[] = [
       for (const col of ['served_model', 'provider', 'status', 'session', 'requested_model'] as const) {
         await db.schema.createIndex(`generations_${col}_created`).on('generations').columns([col, 'created_at']).execute();
       }
+    },
+  },
+  {
+    name: '0003_session_usage_and_retention_indexes',
+    async up(db) {
+      // Usage grouped by session for one key: the key's sessions in order, covering the time.
+      await db.schema.createIndex('generations_key_session_created').on('generations').columns(['key_id', 'session', 'created_at']).execute();
+      // The retention purge: only rows still holding text are in this (partial) index.
+      await db.schema
+        .createIndex('generations_retained')
+        .on('generations')
+        .columns(['retention', 'created_at'])
+        .where(sql<SqlBool>`${sql.ref('content')} is not null or ${sql.ref('error_message')} is not null`)
+        .execute();
     },
   },
 ];

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely, type SqlBool } from 'kysely';
 import type { Database } from './schema.js';
 
 /** Minimal logger shape (pino-compatible). */
@@ -7,7 +7,66 @@ export interface PurgeLogger {
   error(obj: object, msg: string): void;
 }
 
-/** Start the periodic purge of stored text past its retention (work in progress). Returns a stop function. */
-export function startRetentionPurge(_db: Kysely<Database>, _log: PurgeLogger, _intervalMs: number): () => void {
-  return () => {};
+const DAY_MS = 86_400_000;
+/** Rows cleared per statement, so the writer never waits long for the database lock. */
+const PURGE_BATCH = 2_000;
+
+/** Rows that still hold text: the condition of the partial index `generations_retained`. */
+const holdsText = sql<SqlBool>`(${sql.ref('content')} is not null or ${sql.ref('error_message')} is not null)`;
+
+/**
+ * Remove the stored text of generations whose retention has passed: `content` (the request and
+ * output) and `error_message` (which may quote the request) become NULL once
+ * `created_at + retention days < now`. Rows with retention `none` never hold text. Works from
+ * the partial index of rows still holding text, one retention value at a time, in batches.
+ * @returns how many generations were cleared.
+ */
+export async function purgeExpiredContent(db: Kysely<Database>, now: number = Date.now()): Promise<number> {
+  const retentions = await db.selectFrom('generations').select('retention').distinct().where(holdsText).execute();
+  let purged = 0;
+  for (const { retention } of retentions) {
+    if (!/^\d{1,6}$/.test(retention)) continue; // 'none' (never holds text) or not a number of days
+    const cutoff = now - Number(retention) * DAY_MS;
+    for (;;) {
+      const res = await db
+        .updateTable('generations')
+        .set({ content: null, error_message: null })
+        .where('id', 'in', (eb) => eb.selectFrom('generations').select('id').where(holdsText).where('retention', '=', retention).where('created_at', '<', cutoff).limit(PURGE_BATCH))
+        .executeTakeFirst();
+      const n = Number(res.numUpdatedRows);
+      purged += n;
+      if (n < PURGE_BATCH) break;
+    }
+  }
+  return purged;
+}
+
+/**
+ * Run {@link purgeExpiredContent} now and every `intervalMs` (the timer does not keep the
+ * process alive; runs never overlap). Counts are logged; failures are logged, never thrown.
+ * @returns a function that stops the timer.
+ */
+export function startRetentionPurge(db: Kysely<Database>, log: PurgeLogger, intervalMs: number): () => void {
+  let running = false;
+  let stopped = false;
+  const run = async (): Promise<void> => {
+    if (running || stopped) return;
+    running = true;
+    const started = Date.now();
+    try {
+      const purged = await purgeExpiredContent(db, started);
+      if (!stopped) log.info({ purged, ms: Date.now() - started }, 'retention purge');
+    } catch (err) {
+      if (!stopped) log.error({ err }, 'retention purge failed');
+    } finally {
+      running = false;
+    }
+  };
+  void run();
+  const timer = intervalMs > 0 ? setInterval(() => void run(), intervalMs) : undefined;
+  timer?.unref();
+  return () => {
+    stopped = true;
+    if (timer) clearInterval(timer);
+  };
 }

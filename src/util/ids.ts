@@ -2,11 +2,25 @@ import { randomBytes } from 'node:crypto';
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';
 
-/** A random base62 string of `length` characters. */
+/** Random bytes drawn 4 KiB at a time: one system call serves many ids. */
+let pool = randomBytes(4096);
+let offset = 0;
+
+function nextByte(): number {
+  if (offset >= pool.length) {
+    pool = randomBytes(4096);
+    offset = 0;
+  }
+  return pool[offset++]!;
+}
+
+/** A random base62 string of `length` characters (unbiased: bytes ≥ 248 are redrawn). */
 export function randomId(length = 24): string {
-  const bytes = randomBytes(length);
   let out = '';
-  for (let i = 0; i < length; i++) out += ALPHABET[bytes[i]! % 62];
+  while (out.length < length) {
+    const b = nextByte();
+    if (b < 248) out += ALPHABET[b % 62];
+  }
   return out;
 }
 

@@ -17,6 +17,7 @@ export const MIN_THINKING_BUDGET = 1024;
  * | max | 32000 |
  *
  * `none` disables thinking.
+ * @see https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking
  */
 export const THINKING_BUDGETS: Readonly<Record<Exclude<ReasoningEffort, 'none'>, number>> = Object.freeze({
   minimal: 1024,
@@ -41,6 +42,8 @@ export interface ReasoningRequest {
  * `reasoning.enabled: false`, effort `none` or `reasoning.max_tokens: 0` disable it;
  * `reasoning.max_tokens` is used as given (at least 1024); an effort maps through
  * {@link THINKING_BUDGETS}; a `reasoning` object without either means medium.
+ * @see https://openrouter.ai/docs/use-cases/reasoning-tokens
+ * @see https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#how-to-use-extended-thinking
  */
 export function thinkingBudgetFor(r: ReasoningRequest): number | null {
   const { reasoning } = r;

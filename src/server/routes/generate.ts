@@ -3,7 +3,7 @@ import type { ChatRequest, CompletionRequest } from '../../api/chat-types.js';
 import { parseChatRequest, parseCompletionRequest } from '../../api/request-schemas.js';
 import { GatewayError, toGatewayError } from '../../errors/gateway-error.js';
 import { GenerationDraft } from '../../gateway/generation-draft.js';
-import { runGeneration, type CreditLimit, type GenerationInput } from '../../gateway/run-generation.js';
+import { finishGeneration, runGeneration, type CreditLimit, type GenerationInput } from '../../gateway/run-generation.js';
 import { usdToPico } from '../../limits/credit.js';
 import { periodStart } from '../../limits/limit-store.js';
 import type { ApiKey } from '../../store/keys.js';
@@ -45,7 +45,7 @@ async function handle(rt: GatewayRuntime, api: 'chat' | 'completions', req: Fast
     draft.errorCode = err.code;
     draft.errorMessage = err.message;
     draft.httpStatus = err.status;
-    rt.writer.enqueue(draft.toRow());
+    finishGeneration(rt, draft);
     sendError(reply, err, req.id);
     return;
   }
@@ -67,7 +67,7 @@ async function handle(rt: GatewayRuntime, api: 'chat' | 'completions', req: Fast
     draft.errorCode = err.code;
     draft.errorMessage = err.message;
     draft.httpStatus = err.status;
-    rt.writer.enqueue(draft.toRow());
+    finishGeneration(rt, draft);
     for (const [k, v] of Object.entries(draft.extraHeaders)) reply.header(k, v);
     sendError(reply, err, req.id);
     return;

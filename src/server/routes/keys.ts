@@ -69,7 +69,9 @@ async function usageOf(rt: GatewayRuntime, key: ApiKey) {
   const s = key.settings;
   const load = (start: number) => () => rt.loadSpent(key.id, start);
   const period = periodStart(s.limit_reset, now);
-  const spent = await rt.limits.spent(key.id, period, load(period));
+  // With a limit the limit store is the truth (it includes costs settled but not yet written);
+  // without one nothing settles there, so read the records' rollups.
+  const spent = s.limit !== null ? await rt.limits.spent(key.id, period, load(period)) : await rt.loadSpent(key.id, period);
   const [daily, weekly, monthly, all] = await Promise.all(
     (['daily', 'weekly', 'monthly', 'never'] as const).map((r) => (r === s.limit_reset ? Promise.resolve(spent) : rt.loadSpent(key.id, periodStart(r, now)))),
   );

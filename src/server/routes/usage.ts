@@ -1,7 +1,143 @@
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
+import { GatewayError } from '../../errors/gateway-error.js';
 import type { GatewayRuntime } from '../../gateway/runtime.js';
+import { decodeCursor, GENERATION_STATUSES, searchGenerations, type GenerationStatus } from '../../store/generation-search.js';
+import type { ApiKey } from '../../store/keys.js';
 import type { Database } from '../../store/schema.js';
+import { DAY_MS, queryUsage, USAGE_BUCKETS, USAGE_GROUPS, type UsageBucket, type UsageGroupBy } from '../../store/usage-queries.js';
+import { generationObject } from './generation.js';
 
-/** `GET /v1/usage` and `GET /v1/generations` (work in progress). */
-export function registerUsageRoutes(_app: FastifyInstance, _rt: () => GatewayRuntime, _db: Kysely<Database>): void {}
+type Query = Record<string, unknown>;
+
+/** Longest range per bucket size (days): hourly rollups are read row by row. */
+const MAX_RANGE_DAYS: Record<UsageBucket, number> = { hour: 32, day: 400 };
+/** The `key_id` value that means the admin key's own requests. */
+const ADMIN_KEY_ID = 'admin';
+
+function bad(param: string, message: string): GatewayError {
+  return new GatewayError('invalid_request', `${param}: ${message}`, { param });
+}
+
+/** Refuse parameters the route does not know (a typo would otherwise silently widen a query). */
+function onlyKnown(query: Query, known: readonly string[]): void {
+  for (const name of Object.keys(query)) {
+    if (!known.includes(name)) throw bad(name, `unknown query parameter (known: ${known.join(', ')})`);
+  }
+}
+
+/** A single non-empty string parameter; absent and empty are the same. */
+function text(query: Query, name: string): string | undefined {
+  const v = query[name];
+  if (v === undefined || v === '') return undefined;
+  if (typeof v !== 'string') throw bad(name, 'give it once');
+  if (v.length > 256) throw bad(name, 'at most 256 characters');
+  return v;
+}
+
+function oneOf<T extends string>(query: Query, name: string, values: readonly T[]): T | undefined {
+  const v = text(query, name);
+  if (v === undefined) return undefined;
+  if (!(values as readonly string[]).includes(v)) throw bad(name, `must be one of ${values.join(', ')} (got ${JSON.stringify(v)})`);
+  return v as T;
+}
+
+const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/i;
+
+/** A time: unix milliseconds, or ISO 8601 (a date or date-time; without an offset it is UTC). */
+function time(query: Query, name: string): number | undefined {
+  const v = text(query, name);
+  if (v === undefined) return undefined;
+  let ms = NaN;
+  if (/^\d{1,15}$/.test(v)) ms = Number(v);
+  else {
+    const m = ISO_8601.exec(v);
+    if (m) ms = Date.parse(m[4] === undefined ? `${v.slice(0, 10)}T00:00:00Z` : m[7] === undefined ? `${v.replace(' ', 'T')}Z` : v.replace(' ', 'T'));
+  }
+  if (!Number.isFinite(ms)) throw bad(name, `must be ISO 8601 (2025-06-01T12:00:00Z) or unix milliseconds (got ${JSON.stringify(v)})`);
+  return ms;
+}
+
+/**
+ * The `key_id` a query may read. A key other than the admin key sees only its own requests: its
+ * own id is implied, and naming another key is answered like a key that does not exist. The
+ * admin key may name any key, or `admin` for its own requests (null).
+ */
+function keyFilter(query: Query, key: ApiKey): string | null | undefined {
+  const asked = text(query, 'key_id');
+  if (!key.isAdmin) {
+    if (asked !== undefined && asked !== key.id) throw new GatewayError('not_found', `no key ${JSON.stringify(asked)} visible to this key`, { param: 'key_id' });
+    return key.id;
+  }
+  if (asked === ADMIN_KEY_ID) return null;
+  return asked;
+}
+
+const USAGE_PARAMS = ['from', 'to', 'bucket', 'group_by', 'model', 'provider', 'key_id', 'tag'] as const;
+const SEARCH_PARAMS = ['model', 'provider', 'status', 'key_id', 'tag', 'session', 'from', 'to', 'limit', 'cursor'] as const;
+
+/**
+ * `GET /v1/usage`: aggregates by time bucket and group from the hourly rollups.
+ * `GET /v1/generations`: generation search, newest first, cursor paged.
+ * A key sees only its own requests; the admin key sees all.
+ */
+export function registerUsageRoutes(app: FastifyInstance, _rt: () => GatewayRuntime, db: Kysely<Database>): void {
+  app.get<{ Querystring: Query }>('/v1/usage', async (req) => {
+    const q = req.query;
+    onlyKnown(q, USAGE_PARAMS);
+    const bucket = oneOf(q, 'bucket', USAGE_BUCKETS) ?? 'hour';
+    const group = oneOf(q, 'group_by', [...USAGE_GROUPS, 'none'] as const);
+    const groupBy: UsageGroupBy = group === undefined || group === 'none' ? null : group;
+    const to = time(q, 'to') ?? Date.now();
+    const from = time(q, 'from') ?? to - DAY_MS;
+    if (from >= to) throw bad('from', 'must be before to');
+    if (to - from > MAX_RANGE_DAYS[bucket] * DAY_MS) {
+      throw bad('from', `the range is longer than ${MAX_RANGE_DAYS[bucket]} days, the most for bucket=${bucket}${bucket === 'hour' ? ' (use bucket=day)' : ''}`);
+    }
+    return queryUsage(db, {
+      from,
+      to,
+      bucket,
+      groupBy,
+      model: text(q, 'model'),
+      provider: text(q, 'provider'),
+      keyId: keyFilter(q, req.apiKey),
+      tag: text(q, 'tag'),
+    });
+  });
+
+  app.get<{ Querystring: Query }>('/v1/generations', async (req) => {
+    const q = req.query;
+    onlyKnown(q, SEARCH_PARAMS);
+    const limitText = text(q, 'limit');
+    let limit = 50;
+    if (limitText !== undefined) {
+      if (!/^\d{1,4}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > 200) throw bad('limit', `must be an integer from 1 to 200 (got ${JSON.stringify(limitText)})`);
+      limit = Number(limitText);
+    }
+    const cursor = text(q, 'cursor');
+    if (cursor !== undefined && !decodeCursor(cursor)) throw bad('cursor', 'is not a cursor from a previous page (next_cursor)');
+    const from = time(q, 'from');
+    const to = time(q, 'to');
+    if (from !== undefined && to !== undefined && from >= to) throw bad('from', 'must be before to');
+    const page = await searchGenerations(db, {
+      model: text(q, 'model'),
+      provider: text(q, 'provider'),
+      status: oneOf<GenerationStatus>(q, 'status', GENERATION_STATUSES),
+      keyId: keyFilter(q, req.apiKey),
+      tag: text(q, 'tag'),
+      session: text(q, 'session'),
+      from,
+      to,
+      limit,
+      cursor,
+    });
+    return {
+      data: page.rows.map((row) => {
+        const { content: _content, ...rest } = generationObject({ ...row, content: null });
+        return rest;
+      }),
+      next_cursor: page.next_cursor,
+    };
+  });
+}

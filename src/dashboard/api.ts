@@ -1,0 +1,247 @@
+// The gateway's JSON API as the pages use it: every call carries the signed-in key.
+
+const STORAGE_KEY = 'opinference.key';
+
+/** An error answer of the gateway (`{error:{code,message,param}}`) or a network failure. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly param: string | null = null,
+  ) {
+    super(message);
+  }
+}
+
+export const session = {
+  key(): string | null {
+    return sessionStorage.getItem(STORAGE_KEY);
+  },
+  save(key: string): void {
+    sessionStorage.setItem(STORAGE_KEY, key);
+  },
+  clear(): void {
+    sessionStorage.removeItem(STORAGE_KEY);
+  },
+};
+
+/** Called when a data call is refused for the key itself (revoked, disabled, expired). */
+let onAuthLost: (err: ApiError) => void = () => {};
+export function setAuthLostHandler(fn: (err: ApiError) => void): void {
+  onAuthLost = fn;
+}
+
+type Query = Record<string, string | number | null | undefined>;
+
+function withQuery(path: string, query?: Query): string {
+  if (!query) return path;
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null && v !== '') params.set(k, String(v));
+  const qs = params.toString();
+  return qs ? `${path}?${qs}` : path;
+}
+
+/** Call the API with an explicit key (sign-in) or the saved one. */
+export async function request<T>(method: string, path: string, options: { query?: Query; body?: unknown; key?: string } = {}): Promise<T> {
+  const key = options.key ?? session.key();
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (key) headers.authorization = `Bearer ${key}`;
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  let res: Response;
+  try {
+    res = await fetch(withQuery(path, options.query), { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body), cache: 'no-store' });
+  } catch (err) {
+    throw new ApiError(0, 'network_error', `the gateway did not answer (${err instanceof Error ? err.message : String(err)})`);
+  }
+  const text = await res.text();
+  let json: unknown = undefined;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    // not JSON: reported below
+  }
+  if (!res.ok) {
+    const e = (json as { error?: { code?: string; message?: string; param?: string | null } } | undefined)?.error;
+    const err = new ApiError(res.status, e?.code ?? `http_${res.status}`, e?.message ?? `HTTP ${res.status} ${res.statusText}`, e?.param ?? null);
+    if (options.key === undefined && (res.status === 401 || err.code === 'invalid_api_key' || err.code === 'key_expired')) onAuthLost(err);
+    throw err;
+  }
+  if (json === undefined) throw new ApiError(res.status, 'invalid_response', `expected JSON from ${path}`);
+  return json as T;
+}
+
+export const get = <T>(path: string, query?: Query) => request<T>('GET', path, { query });
+
+// ---- Shapes of the answers (only the fields the pages read) ----
+
+export interface Percentiles {
+  p50: number;
+  p90: number;
+  p99: number;
+}
+
+export interface KeyInfo {
+  id: string;
+  name: string;
+  label?: string;
+  is_admin?: boolean;
+  disabled?: boolean;
+  limit: string | null;
+  limit_reset?: 'daily' | 'weekly' | 'monthly' | 'never' | null;
+  limit_remaining: string | null;
+  usage?: string;
+  usage_daily?: string;
+  usage_weekly?: string;
+  usage_monthly?: string;
+  usage_total?: string;
+  rate_limit: { requests_per_minute: number | null; tokens_per_minute: number | null } | null;
+  allowed_models?: string[];
+  retention?: 'none' | number | null;
+  expires_at?: string | null;
+  created_at?: string;
+}
+
+export interface UsageStats {
+  requests: number;
+  errors: number;
+  cancelled: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  reasoning_tokens: number;
+  cached_tokens: number;
+  cost: string;
+  latency_ms: Percentiles | null;
+  ttft_ms: Percentiles | null;
+}
+
+export interface UsageRow extends UsageStats {
+  bucket: string;
+  group: string | null;
+}
+
+export interface UsageResult {
+  data: UsageRow[];
+  totals: UsageStats;
+  from: string;
+  to: string;
+  bucket: 'hour' | 'day';
+  group_by: string | null;
+}
+
+export interface Attempt {
+  endpoint: string;
+  provider: string;
+  model: string;
+  status: number | null;
+  error_code: string | null;
+  latency_ms: number;
+  reason: string;
+}
+
+export interface MessagePart {
+  type: string;
+  text?: string;
+  image_url?: { url?: string } | string;
+  [k: string]: unknown;
+}
+
+export interface StoredMessage {
+  role: string;
+  content?: string | MessagePart[] | null;
+  name?: string;
+  tool_calls?: unknown;
+  tool_call_id?: string;
+  [k: string]: unknown;
+}
+
+export interface Generation {
+  id: string;
+  request_id: string;
+  created_at: string;
+  /** Null for the admin key (OP_ADMIN_KEY). */
+  api_key_id: string | null;
+  model: string;
+  requested_model: string;
+  provider_name: string | null;
+  endpoint: string | null;
+  upstream_model: string | null;
+  status: 'success' | 'error' | 'cancelled' | string;
+  error_code: string | null;
+  error_message: string | null;
+  http_status: number | null;
+  finish_reason: string | null;
+  native_finish_reason: string | null;
+  api_type: string;
+  streamed: boolean;
+  cancelled: boolean;
+  tokens_prompt: number | null;
+  tokens_completion: number | null;
+  native_tokens_reasoning: number | null;
+  native_tokens_cached: number | null;
+  usage_source: string | null;
+  total_cost: string;
+  latency: number | null;
+  time_to_first_token: number | null;
+  tags: string[];
+  session_id: string | null;
+  retention: 'none' | number;
+  provider_responses?: Attempt[];
+  dropped_parameters?: string[];
+  content?: {
+    request?: { messages?: StoredMessage[]; prompt?: string | string[] };
+    output?: { content?: string | null; reasoning?: string | null; tool_calls?: unknown };
+  } | null;
+}
+
+export interface GenerationPage {
+  data: Generation[];
+  next_cursor: string | null;
+}
+
+export interface Pricing {
+  prompt: string;
+  completion: string;
+  request?: string;
+  input_cache_read?: string;
+  input_cache_write?: string;
+}
+
+export interface Model {
+  id: string;
+  name: string;
+  description?: string;
+  context_length: number;
+  pricing: Pricing;
+  supported_parameters: string[];
+  architecture?: { modality?: string; input_modalities?: string[]; output_modalities?: string[]; tokenizer?: string };
+  top_provider?: { context_length: number; max_completion_tokens: number | null };
+}
+
+export interface Endpoint {
+  tag: string;
+  name?: string;
+  provider_name: string;
+  provider_kind: string;
+  upstream_model: string;
+  context_length: number;
+  max_completion_tokens: number | null;
+  pricing: Pricing;
+  quantization: string;
+  supported_parameters: string[];
+  status: number;
+  circuit: 'closed' | 'open' | 'half-open' | string;
+  uptime_last_5m: number | null;
+  uptime_last_30m: number | null;
+  latency_last_30m: Percentiles | null;
+  throughput_last_30m: Percentiles | null;
+  requests_last_30m: number;
+  cooldown_until: string | null;
+}
+
+export interface ModelEndpoints {
+  id: string;
+  name: string;
+  description?: string;
+  endpoints: Endpoint[];
+}

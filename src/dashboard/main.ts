@@ -1,0 +1,177 @@
+// The dashboard shell: sign-in with a key, navigation, hash routes.
+import { ApiError, get, request, session, setAuthLostHandler, type KeyInfo } from './api';
+import { h, replace } from './dom';
+import { generationPage } from './pages/generation';
+import { keysPage } from './pages/keys';
+import { modelPage, modelsPage } from './pages/models';
+import { requestsPage } from './pages/requests';
+import { usagePage } from './pages/usage';
+import { errorBox, isAdmin, loading, type Page, type PageContext } from './ui';
+
+const app = document.getElementById('app')!;
+
+interface Route {
+  page: Page;
+  nav: string;
+}
+
+/** `#/name/rest…?query` → the page and its arguments. */
+function resolve(hash: string): { route: Route; rest: string[]; params: URLSearchParams } | null {
+  const raw = hash.replace(/^#\/?/, '');
+  const q = raw.indexOf('?');
+  const path = (q === -1 ? raw : raw.slice(0, q)).split('/').filter(Boolean).map((s) => decodeURIComponent(s));
+  const params = new URLSearchParams(q === -1 ? '' : raw.slice(q + 1));
+  const [name = 'usage', ...rest] = path;
+  switch (name) {
+    case 'usage':
+      return { route: { page: usagePage, nav: 'usage' }, rest, params };
+    case 'requests':
+      return { route: { page: requestsPage, nav: 'requests' }, rest, params };
+    case 'generation':
+      return { route: { page: generationPage, nav: 'requests' }, rest, params };
+    case 'models':
+      return { route: { page: rest.length ? modelPage : modelsPage, nav: 'models' }, rest, params };
+    case 'keys':
+      return { route: { page: keysPage, nav: 'keys' }, rest, params };
+    default:
+      return null;
+  }
+}
+
+let me: KeyInfo | null = null;
+const leaving: (() => void)[] = [];
+let main: HTMLElement | null = null;
+
+function navigate(routeText: string, options: { replace?: boolean } = {}): void {
+  const hash = `#${routeText.startsWith('/') ? routeText : `/${routeText}`}`;
+  if (options.replace) {
+    history.replaceState(null, '', hash);
+    void render();
+  } else if (location.hash === hash) {
+    void render();
+  } else {
+    location.hash = hash;
+  }
+}
+
+function signOut(message?: string): void {
+  session.clear();
+  me = null;
+  for (const fn of leaving.splice(0)) fn();
+  showSignIn(message);
+}
+
+function showSignIn(message?: string): void {
+  document.title = 'Sign in · opinference';
+  const input = h('input', { type: 'password', name: 'key', id: 'key', autocomplete: 'off', spellcheck: 'false', required: true, placeholder: 'op-… or the admin key', 'aria-describedby': 'signin-help' });
+  const status = h('div', { class: 'signin-status', 'aria-live': 'polite' }, message ? errorBox(new ApiError(401, '', message)) : null);
+  const button = h('button', { type: 'submit', class: 'btn btn-primary' }, 'Sign in');
+  const form = h(
+    'form',
+    { class: 'signin card', id: 'signin' },
+    h('div', { class: 'brand brand-large' }, h('span', { class: 'brand-mark', 'aria-hidden': 'true' }), 'opinference'),
+    h('h1', null, 'Sign in'),
+    h('label', { for: 'key' }, 'API key'),
+    input,
+    h('p', { class: 'hint', id: 'signin-help' }, 'The admin key (OP_ADMIN_KEY) sees every key and request; any other key sees its own. The key stays in this tab only.'),
+    button,
+    status,
+  );
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const key = input.value.trim();
+    if (!key) return;
+    button.disabled = true;
+    replace(status, loading('Checking the key…'));
+    request<{ data: KeyInfo }>('GET', '/v1/key', { key })
+      .then(({ data }) => {
+        session.save(key);
+        me = data;
+        showApp();
+      })
+      .catch((err: unknown) => {
+        button.disabled = false;
+        const refused = err instanceof ApiError && (err.status === 401 || err.status === 403);
+        replace(status, refused ? errorBox(new ApiError(err.status, err.code, `That key was not accepted: ${err.message.replace(/\.$/, '')}.`)) : errorBox(err, 'Could not sign in:'));
+        input.select();
+      });
+  });
+  replace(app, h('main', { class: 'signin-wrap' }, form));
+  input.focus();
+}
+
+function showApp(): void {
+  if (!me) return;
+  const admin = isAdmin(me);
+  const navItem = (name: string, label: string) => h('a', { href: `#/${name}`, 'data-nav': name }, label);
+  main = h('main', { class: 'content', id: 'main' });
+  replace(
+    app,
+    h(
+      'header',
+      { class: 'topbar' },
+      h('a', { class: 'brand', href: '#/usage' }, h('span', { class: 'brand-mark', 'aria-hidden': 'true' }), 'opinference'),
+      h('nav', { class: 'nav', 'aria-label': 'Pages' }, navItem('usage', 'Usage'), navItem('requests', 'Requests'), navItem('models', 'Models'), navItem('keys', admin ? 'Keys' : 'My key')),
+      h(
+        'div',
+        { class: 'who' },
+        h('span', { class: 'who-name', title: me.id }, me.name),
+        admin ? h('span', { class: 'badge badge-admin' }, 'admin') : null,
+        h('button', { type: 'button', class: 'btn btn-ghost', id: 'signout', onclick: () => signOut() }, 'Sign out'),
+      ),
+    ),
+    main,
+  );
+  void render();
+}
+
+let renderCount = 0;
+
+async function render(): Promise<void> {
+  if (!me || !main) return;
+  const n = ++renderCount;
+  for (const fn of leaving.splice(0)) fn();
+  const resolved = resolve(location.hash);
+  for (const a of document.querySelectorAll<HTMLAnchorElement>('.nav a')) a.classList.toggle('active', a.dataset.nav === resolved?.route.nav);
+  // Each visit renders into a fresh element: late answers of a page left behind land nowhere.
+  const root = h('div', { class: 'page' });
+  replace(main, root);
+  if (!resolved) {
+    replace(root, errorBox(new Error(`No page ${location.hash}.`)));
+    return;
+  }
+  const ctx: PageContext = {
+    me,
+    rest: resolved.rest,
+    params: resolved.params,
+    navigate,
+    onLeave: (fn) => {
+      if (n === renderCount) leaving.push(fn);
+      else fn();
+    },
+  };
+  try {
+    await resolved.route.page(root, ctx);
+  } catch (err) {
+    if (n === renderCount) replace(root, errorBox(err));
+  }
+  if (n === renderCount) document.title = `${root.querySelector('h1')?.textContent ?? 'opinference'} · opinference`;
+}
+
+setAuthLostHandler((err) => signOut(`Signed out: ${err.message.replace(/\.$/, '')}.`));
+window.addEventListener('hashchange', () => void render());
+
+async function start(): Promise<void> {
+  const key = session.key();
+  if (!key) return showSignIn();
+  replace(app, loading());
+  try {
+    me = (await get<{ data: KeyInfo }>('/v1/key')).data;
+    showApp();
+  } catch (err) {
+    if (!session.key()) return; // the auth-lost handler showed the sign-in page
+    replace(app, h('main', { class: 'signin-wrap' }, errorBox(err, 'The gateway could not be reached:'), h('button', { class: 'btn', onclick: () => void start() }, 'Retry')));
+  }
+}
+
+void start();

@@ -1,0 +1,254 @@
+// Usage: totals, charts over time (spend, tokens, requests, errors) and a breakdown by model,
+// provider, key or tag, over a date range.
+import { get, type KeyInfo, type UsageResult, type UsageRow, type UsageStats } from '../api';
+import { barChart, type Series } from '../charts';
+import { field, h, labelled, replace, select } from '../dom';
+import { bucketLabel, fromLocalInput, int, ms, pct, usd, usdNumber } from '../format';
+import { allKeys, catalog, keyNames, rangeControls, readRange } from '../shared';
+import { empty, errorBox, isAdmin, link, loading, pageHeader, route, stat, table, type PageContext } from '../ui';
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+/** Groups drawn as their own series; the rest are summed into "other". */
+const MAX_SERIES = 8;
+
+type GroupBy = '' | 'model' | 'provider' | 'key' | 'tag';
+
+const GROUP_LABEL: Record<Exclude<GroupBy, ''>, string> = { model: 'Model', provider: 'Provider', key: 'Key', tag: 'Tag' };
+
+function groupName(groupBy: GroupBy, group: string | null, names: Map<string, string>): string {
+  if (groupBy === 'key') return group === null ? 'admin key' : (names.get(group) ?? group);
+  if (group === null) return groupBy === 'provider' ? '(no provider)' : '(none)';
+  return group;
+}
+
+/** Request filter of the Requests page matching a breakdown row. */
+function requestsFilter(groupBy: GroupBy, group: string | null): Record<string, string> | null {
+  if (groupBy === 'key') return { key_id: group ?? 'admin' }; // `admin`: the admin key's own requests
+  if (groupBy === '' || group === null) return null;
+  return { [groupBy]: group };
+}
+
+interface GroupTotal {
+  group: string | null;
+  name: string;
+  requests: number;
+  errors: number;
+  cancelled: number;
+  prompt: number;
+  completion: number;
+  /** For ranking and the share column only; the cell shows the exact sum. */
+  costNumber: number;
+  /** Exact sum (USD decimal string). */
+  cost: string;
+}
+
+/** Exact sum of USD decimal strings. */
+function addUsd(a: string, b: string): string {
+  const split = (s: string): [bigint, number] => {
+    const [w = '0', f = ''] = s.split('.');
+    return [BigInt(w + f), f.length];
+  };
+  const [ai, af] = split(a);
+  const [bi, bf] = split(b);
+  const scale = Math.max(af, bf);
+  const total = ai * 10n ** BigInt(scale - af) + bi * 10n ** BigInt(scale - bf);
+  if (scale === 0) return total.toString();
+  const digits = total.toString().padStart(scale + 1, '0');
+  return `${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
+}
+
+export async function usagePage(root: HTMLElement, ctx: PageContext): Promise<void> {
+  const admin = isAdmin(ctx.me);
+  const p = ctx.params;
+  const r = readRange(p, '7d');
+  const to = r.to ?? Date.now();
+  const from = r.from ?? to - 7 * DAY;
+  const bucketParam = p.get('bucket') ?? 'auto';
+  const bucket: 'hour' | 'day' = bucketParam === 'hour' || bucketParam === 'day' ? bucketParam : to - from <= 3 * DAY ? 'hour' : 'day';
+  const groupBy = (['model', 'provider', 'key', 'tag'].includes(p.get('group_by') ?? '') ? p.get('group_by') : '') as GroupBy;
+  const filters = { model: p.get('model') ?? '', provider: p.get('provider') ?? '', key_id: p.get('key_id') ?? '', tag: p.get('tag') ?? '' };
+
+  // ---- controls ----
+  const controls = rangeControls({ ...r, from, to }, false);
+  const modelSelect = select('model', [['', 'All models']], filters.model);
+  const keySelect = admin ? select('key_id', [['', 'All keys'], ['admin', 'admin key']], filters.key_id) : null;
+  const groupOptions: [string, string][] = [['', 'Nothing'], ['model', 'Model'], ['provider', 'Provider']];
+  if (admin) groupOptions.push(['key', 'Key']);
+  groupOptions.push(['tag', 'Tag']);
+  const form = h(
+    'form',
+    { class: 'filters card', id: 'usage-filters' },
+    controls.el,
+    labelled('Bucket', select('bucket', [['auto', 'Auto'], ['hour', 'Hour'], ['day', 'Day (UTC)']], bucketParam)),
+    labelled('Break down by', select('group_by', groupOptions, groupBy)),
+    labelled('Model', modelSelect),
+    labelled('Provider', h('input', { name: 'provider', value: filters.provider, placeholder: 'any' })),
+    keySelect ? labelled('Key', keySelect) : null,
+    labelled('Tag', h('input', { name: 'tag', value: filters.tag, placeholder: 'any' })),
+    h('div', { class: 'filter-actions' }, h('button', { type: 'submit', class: 'btn btn-primary' }, 'Apply'), h('button', { type: 'button', class: 'btn btn-ghost', onclick: () => ctx.navigate('/usage') }, 'Reset')),
+  );
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const rangeValue = controls.range.value;
+    const q: Record<string, string | number> = {};
+    if (rangeValue === 'custom') {
+      const f = fromLocalInput(controls.from.value);
+      const t = fromLocalInput(controls.to.value);
+      if (!Number.isNaN(f)) q.from = f;
+      if (!Number.isNaN(t)) q.to = t;
+    } else {
+      q.range = rangeValue;
+    }
+    for (const name of ['bucket', 'group_by', 'model', 'provider', 'key_id', 'tag']) {
+      const v = field(form, name);
+      if (v && !(name === 'bucket' && v === 'auto')) q[name] = v;
+    }
+    ctx.navigate(route('/usage', q));
+  });
+
+  const body = h('div', { class: 'usage-body stack' }, loading('Loading usage…'));
+  replace(root, pageHeader('Usage', admin ? 'Spend, tokens, requests and errors of every key.' : `Spend, tokens, requests and errors of ${ctx.me.name}.`), form, body);
+
+  void catalog()
+    .then((models) => {
+      for (const m of models) modelSelect.append(h('option', { value: m.id, selected: m.id === filters.model }, m.id));
+    })
+    .catch(() => {});
+  if (keySelect) {
+    void allKeys()
+      .then((keys) => {
+        for (const k of keys) keySelect.append(h('option', { value: k.id, selected: k.id === filters.key_id }, `${k.name} (${k.id})`));
+      })
+      .catch(() => {});
+  }
+
+  let result: UsageResult;
+  let names: Map<string, string>;
+  try {
+    [result, names] = await Promise.all([
+      get<UsageResult>('/v1/usage', {
+        from: new Date(from).toISOString(),
+        to: new Date(to).toISOString(),
+        bucket,
+        group_by: groupBy || undefined,
+        ...filters,
+      }),
+      keyNames(ctx.me),
+    ]);
+  } catch (err) {
+    replace(body, errorBox(err, 'Usage could not be loaded:'));
+    return;
+  }
+  renderUsage(body, ctx, result, groupBy, names, ctx.me);
+}
+
+function renderUsage(body: HTMLElement, ctx: PageContext, result: UsageResult, groupBy: GroupBy, names: Map<string, string>, me: KeyInfo): void {
+  const t: UsageStats = result.totals;
+  const tokens = t.prompt_tokens + t.completion_tokens;
+  const cards = h(
+    'div',
+    { class: 'stats' },
+    stat('spend', 'Spend', usd(t.cost), `${dateSpan(result)}`),
+    stat('requests', 'Requests', int(t.requests), t.cancelled ? `${int(t.cancelled)} cancelled` : null),
+    stat('tokens', 'Tokens', int(tokens), `${int(t.prompt_tokens)} prompt · ${int(t.completion_tokens)} completion${t.reasoning_tokens ? ` · ${int(t.reasoning_tokens)} reasoning` : ''}`),
+    stat('errors', 'Errors', int(t.errors), t.requests ? `${pct(t.errors / t.requests)} of requests` : null),
+    stat('latency', 'Latency p50', ms(t.latency_ms?.p50), t.latency_ms ? `p90 ${ms(t.latency_ms.p90)} · p99 ${ms(t.latency_ms.p99)}` : null),
+    stat('ttft', 'First token p50', ms(t.ttft_ms?.p50), t.ttft_ms ? `p90 ${ms(t.ttft_ms.p90)} · p99 ${ms(t.ttft_ms.p99)}` : null),
+  );
+  if (t.requests === 0 && result.data.length === 0) {
+    replace(body, cards, empty('No requests in this range. Send one through the gateway and it shows up here within a second or two.'));
+    return;
+  }
+
+  // ---- series: every bucket of the range, the top groups by spend (then requests) ----
+  const step = result.bucket === 'day' ? DAY : HOUR;
+  const start = Date.parse(result.from);
+  const end = Date.parse(result.to);
+  const buckets: number[] = [];
+  for (let b = start; b < end && buckets.length < 2000; b += step) buckets.push(b);
+  const index = new Map(buckets.map((b, i) => [b, i]));
+
+  const totals = new Map<string, GroupTotal>();
+  const keyOf = (g: string | null) => g ?? '\u0000';
+  for (const row of result.data) {
+    const k = keyOf(row.group);
+    let g = totals.get(k);
+    if (!g) totals.set(k, (g = { group: row.group, name: groupName(groupBy, row.group, names), requests: 0, errors: 0, cancelled: 0, prompt: 0, completion: 0, costNumber: 0, cost: '0' }));
+    g.requests += row.requests;
+    g.errors += row.errors;
+    g.cancelled += row.cancelled;
+    g.prompt += row.prompt_tokens;
+    g.completion += row.completion_tokens;
+    g.costNumber += Number(row.cost);
+    g.cost = addUsd(g.cost, row.cost);
+  }
+  const ranked = [...totals.values()].sort((a, b) => b.costNumber - a.costNumber || b.requests - a.requests || a.name.localeCompare(b.name));
+  const drawn = groupBy ? ranked.slice(0, MAX_SERIES) : ranked;
+  const drawnKeys = new Set(drawn.map((g) => keyOf(g.group)));
+  const hasOther = ranked.length > drawn.length;
+
+  const seriesOf = (value: (row: UsageRow) => number): Series[] => {
+    const out = new Map<string, Series>();
+    for (const g of drawn) out.set(keyOf(g.group), { label: groupBy ? g.name : 'All', values: new Array<number>(buckets.length).fill(0) });
+    if (hasOther) out.set('\u0001other', { label: 'other', values: new Array<number>(buckets.length).fill(0) });
+    for (const row of result.data) {
+      const i = index.get(Date.parse(row.bucket));
+      if (i === undefined) continue;
+      const s = out.get(drawnKeys.has(keyOf(row.group)) ? keyOf(row.group) : '\u0001other');
+      if (s) s.values[i]! += value(row);
+    }
+    return [...out.values()];
+  };
+  const labels = buckets.map((b) => bucketLabel(b, result.bucket));
+  const charts = [
+    barChart({ name: 'spend', title: 'Spend (USD)', labels, series: seriesOf((row) => Number(row.cost)), format: usdNumber }),
+    barChart({ name: 'tokens', title: 'Tokens (prompt + completion)', labels, series: seriesOf((row) => row.prompt_tokens + row.completion_tokens), format: (v) => int(v), integer: true }),
+    barChart({ name: 'requests', title: 'Requests', labels, series: seriesOf((row) => row.requests), format: (v) => int(v), integer: true }),
+    barChart({ name: 'errors', title: 'Errors', labels, series: seriesOf((row) => row.errors), format: (v) => int(v), integer: true }),
+  ];
+  ctx.onLeave(() => charts.forEach((c) => c.destroy()));
+
+  const breakdown = groupBy
+    ? h(
+        'section',
+        { class: 'card', id: 'breakdown' },
+        h('h2', null, `By ${GROUP_LABEL[groupBy].toLowerCase()}`),
+        table<GroupTotal>(
+          [
+            {
+              title: GROUP_LABEL[groupBy],
+              cell: (g) => {
+                const f = requestsFilter(groupBy, g.group);
+                return f ? link(route('/requests', f), g.name) : g.name;
+              },
+            },
+            { title: 'Requests', numeric: true, cell: (g) => int(g.requests) },
+            { title: 'Errors', numeric: true, cell: (g) => (g.errors ? `${int(g.errors)} (${pct(g.errors / g.requests)})` : '0') },
+            { title: 'Prompt tokens', numeric: true, cell: (g) => int(g.prompt) },
+            { title: 'Completion tokens', numeric: true, cell: (g) => int(g.completion) },
+            { title: 'Spend', numeric: true, cell: (g) => usd(g.cost) },
+            { title: 'Share of spend', numeric: true, cell: (g) => (Number(t.cost) > 0 ? pct(g.costNumber / Number(t.cost)) : '—') },
+          ],
+          ranked,
+          { rowAttrs: (g) => ({ 'data-group': g.group ?? '' }) },
+        ),
+        groupBy === 'tag' ? h('p', { class: 'hint' }, 'A request with several tags counts under each of them; the totals above count it once.') : null,
+      )
+    : null;
+
+  replace(
+    body,
+    cards,
+    h('div', { class: 'charts' }, charts.map((c) => c.el)),
+    breakdown,
+    h('p', { class: 'hint' }, result.bucket === 'day' ? 'Bars are UTC days. ' : 'Bars are hours. ', me.is_admin ? 'Every key is counted.' : 'Only this key is counted.'),
+  );
+}
+
+function dateSpan(result: UsageResult): string {
+  const f = new Date(result.from);
+  const t = new Date(result.to);
+  const d = (x: Date) => x.toLocaleDateString('en-GB', { day: '2-digit', month: 'short' });
+  return d(f) === d(new Date(t.getTime() - 1)) ? d(f) : `${d(f)} – ${d(new Date(t.getTime() - 1))}`;
+}

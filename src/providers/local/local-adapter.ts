@@ -1,0 +1,58 @@
+import type { ProviderConfig } from '../../config/schema.js';
+import { GatewayError } from '../../errors/gateway-error.js';
+import { createOpenAIAdapter } from '../openai/openai-adapter.js';
+import type { ProviderAdapter, ResolvedEndpoint } from '../types.js';
+import { engineFor, type EngineEndpoint, type EngineSupervisor } from './engine-supervisor.js';
+import { engineStartConfig } from './local-settings.js';
+
+/**
+ * The adapter for provider kind `local`: GGUF models run by llama.cpp (node-llama-cpp) in a
+ * supervised child process per endpoint. The engine speaks the OpenAI wire format, so this
+ * adapter is the OpenAI adapter pointed at the engine's loopback address: request conversion,
+ * response parsing, the SSE stream transform and error mapping are the same code, and the
+ * call goes through the gateway's usual pools, timeouts and cancellation.
+ */
+export function createLocalAdapter(provider: ProviderConfig): ProviderAdapter {
+  const openai = createOpenAIAdapter(provider.id);
+
+  // Engines by model source (this adapter lives as long as this provider config does).
+  const engines = new Map<string, EngineSupervisor>();
+  const engine = (target: ResolvedEndpoint): EngineSupervisor => {
+    const source = target.endpoint.upstream_model;
+    let e = engines.get(source);
+    if (!e || e.stopped) {
+      const { config, loadWaitMs } = engineStartConfig(provider, source);
+      e = engineFor(config, loadWaitMs);
+      engines.set(source, e);
+    }
+    return e;
+  };
+
+  /** The target with the provider's address replaced by the engine's. */
+  const atEngine = (target: ResolvedEndpoint, at: EngineEndpoint): ResolvedEndpoint => ({
+    ...target,
+    provider: { ...target.provider, base_url: `${at.origin}/v1`, api_key: at.token, headers: {} },
+  });
+
+  return {
+    async buildChatCall(req, target, stream) {
+      const at = await engine(target).endpoint();
+      return openai.buildChatCall(req, atEngine(target, at), stream);
+    },
+    buildCompletionCall(req, target, stream) {
+      // Synchronous by interface: served when the engine is up; while it starts, a retryable
+      // error (a chat request, or prestartLocalEngines, waits for the start instead).
+      const at = engine(target).readyEndpoint();
+      if (!at) {
+        throw new GatewayError('upstream_overloaded', `${provider.id}: the local engine for ${target.endpoint.upstream_model} is starting; retry shortly`, {
+          retryAfterSeconds: 1,
+          metadata: { provider: provider.id },
+        });
+      }
+      return openai.buildCompletionCall!(req, atEngine(target, at), stream);
+    },
+    parseResult: openai.parseResult,
+    createStreamTransform: openai.createStreamTransform,
+    parseErrorResponse: openai.parseErrorResponse,
+  };
+}

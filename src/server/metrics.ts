@@ -1,0 +1,20 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * Prometheus metrics of one gateway (`GET /metrics`). Durations are seconds, as Prometheus
+ * conventions ask; token and cost counters are totals since start.
+ */
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  readonly generations = new Counter({ name: 'opinference_generations_total', help: 'Generations by served model, provider and status.', labelNames: ['model', 'provider', 'status', 'code'] as const, registers: [this.registry] });
+  readonly tokens = new Counter({ name: 'opinference_tokens_total', help: 'Tokens by served model, provider and direction (prompt|completion).', labelNames: ['model', 'provider', 'direction'] as const, registers: [this.registry] });
+  readonly costUsd = new Counter({ name: 'opinference_cost_usd_total', help: 'Cost in USD by served model and provider.', labelNames: ['model', 'provider'] as const, registers: [this.registry] });
+  readonly latency = new Histogram({ name: 'opinference_generation_duration_seconds', help: 'Whole generation duration.', labelNames: ['model', 'streamed'] as const, buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120], registers: [this.registry] });
+  readonly ttft = new Histogram({ name: 'opinference_time_to_first_token_seconds', help: 'Time to first token of streamed generations.', labelNames: ['model'] as const, buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30], registers: [this.registry] });
+  readonly attempts = new Counter({ name: 'opinference_upstream_attempts_total', help: 'Upstream attempts by endpoint and outcome code (ok or an error code).', labelNames: ['endpoint', 'code'] as const, registers: [this.registry] });
+  readonly inFlight = new Gauge({ name: 'opinference_in_flight_generations', help: 'Generations being served now.', registers: [this.registry] });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'opinference_' });
+  }
+}
