@@ -5,6 +5,8 @@ import { buildGateway } from './server/app.js';
 import { DEFAULT_DATABASE_URL, openDatabase } from './store/database.js';
 import { createKey, disableKey, listKeys } from './store/keys.js';
 import { keySettingsSchema, type KeySettings } from './store/key-settings.js';
+import { prestartLocalEngines, retainLocalEngines, withLocalModel } from './providers/local/local-models.js';
+import { setLocalEngineLogger, stopLocalEngines } from './providers/local/engine-supervisor.js';
 import { migrate } from './store/migrations.js';
 
 const USAGE = `opinference — self-hostable OpenAI-compatible LLM gateway
@@ -27,6 +29,7 @@ Environment:
   OP_ADMIN_KEY     a key with access to everything
   OP_REDIS_URL     redis://… to share key limits across replicas (default: in-process)
   OP_LOG_LEVEL     trace|debug|info|warn|error (default info)
+  OP_LOCAL_MODEL   a GGUF file or hf: URI served as local/<name> when there is no config file
 `;
 
 function fail(message: string): never {
@@ -43,7 +46,7 @@ function configPath(flag: string | undefined): { path: string; explicit: boolean
 function readConfig(flag: string | undefined): LoadedConfig {
   const { path, explicit } = configPath(flag);
   try {
-    return loadConfig(path, { required: explicit });
+    return withLocalModel(loadConfig(path, { required: explicit }));
   } catch (err) {
     if (err instanceof ConfigError) fail(err.message);
     throw err;
@@ -72,13 +75,16 @@ async function serve(flag: string | undefined): Promise<void> {
     logger: { level: process.env.OP_LOG_LEVEL || 'info', redact: ['req.headers.authorization', 'headers.authorization'] },
   });
   const log = gateway.app.log;
-  if (!loaded.source) log.warn({ path: configPath(flag).path }, 'no config file found: serving an empty catalog; see examples/opinference.yaml');
+  if (!loaded.source && !process.env.OP_LOCAL_MODEL) log.warn({ path: configPath(flag).path }, 'no config file found: serving an empty catalog; see examples/opinference.yaml');
+  else if (!loaded.source) log.info({ model: loaded.config.models[0]?.id }, 'no config file: serving OP_LOCAL_MODEL');
   else log.info({ path: loaded.source, models: loaded.config.models.length, providers: loaded.config.providers.length }, 'config loaded');
   const port = Number(process.env.OP_PORT || 8080);
   if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`OP_PORT must be a port number, got "${process.env.OP_PORT}"`);
   const host = process.env.OP_HOST || '0.0.0.0';
   await gateway.app.listen({ port, host });
   log.info({ database: store.location }, 'database ready');
+  setLocalEngineLogger(log);
+  void prestartLocalEngines(loaded.config);
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -93,6 +99,7 @@ async function serve(flag: string | undefined): Promise<void> {
     timer.unref();
     try {
       await gateway.close();
+      await stopLocalEngines();
       await store.close();
       log.info('stopped');
       process.exit(0);
@@ -106,8 +113,9 @@ async function serve(flag: string | undefined): Promise<void> {
   process.on('SIGHUP', () => {
     const { path, explicit } = configPath(flag);
     try {
-      const next = loadConfig(path, { required: explicit || loaded.source !== null });
+      const next = withLocalModel(loadConfig(path, { required: explicit || loaded.source !== null }));
       gateway.reload(next);
+      retainLocalEngines(next.config);
       log.info({ path, models: next.config.models.length }, 'config reloaded');
     } catch (err) {
       log.error({ err: err instanceof Error ? err.message : err }, 'config reload refused; the previous config keeps serving');

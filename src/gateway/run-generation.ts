@@ -163,7 +163,7 @@ export async function runGeneration(rt: GatewayRuntime, input: GenerationInput, 
       const attemptIndex = draft.attempts.length;
       const costBefore = draft.costPico;
       try {
-        const call = native ? adapter.buildCompletionCall!(input.request as CompletionRequest, target, stream) : await adapter.buildChatCall(chat, target, stream);
+        const call = native ? await adapter.buildCompletionCall!(input.request as CompletionRequest, target, stream) : await adapter.buildChatCall(chat, target, stream);
         draft.dropped = call.dropped;
         draft.warnings = call.warnings ?? [];
         draft.routingReason = planned.reason;

@@ -77,7 +77,7 @@ export interface ProviderAdapter {
    */
   buildChatCall(req: ChatRequest, target: ResolvedEndpoint, stream: boolean): UpstreamCall | Promise<UpstreamCall>;
   /** Build a native text-completion call, for endpoints with `supports_text_completions`. */
-  buildCompletionCall?(req: CompletionRequest, target: ResolvedEndpoint, stream: boolean): UpstreamCall;
+  buildCompletionCall?(req: CompletionRequest, target: ResolvedEndpoint, stream: boolean): UpstreamCall | Promise<UpstreamCall>;
   /**
    * Parse a complete 2xx response body (already JSON-parsed).
    * @throws GatewayError when the body is an error or not a valid response.

@@ -39,16 +39,8 @@ export function createLocalAdapter(provider: ProviderConfig): ProviderAdapter {
       const at = await engine(target).endpoint();
       return openai.buildChatCall(req, atEngine(target, at), stream);
     },
-    buildCompletionCall(req, target, stream) {
-      // Synchronous by interface: served when the engine is up; while it starts, a retryable
-      // error (a chat request, or prestartLocalEngines, waits for the start instead).
-      const at = engine(target).readyEndpoint();
-      if (!at) {
-        throw new GatewayError('upstream_overloaded', `${provider.id}: the local engine for ${target.endpoint.upstream_model} is starting; retry shortly`, {
-          retryAfterSeconds: 1,
-          metadata: { provider: provider.id },
-        });
-      }
+    async buildCompletionCall(req, target, stream) {
+      const at = await engine(target).endpoint();
       return openai.buildCompletionCall!(req, atEngine(target, at), stream);
     },
     parseResult: openai.parseResult,
