@@ -1,5 +1,4 @@
 import type { ProviderConfig } from '../../config/schema.js';
-import { GatewayError } from '../../errors/gateway-error.js';
 import { createOpenAIAdapter } from '../openai/openai-adapter.js';
 import type { ProviderAdapter, ResolvedEndpoint } from '../types.js';
 import { engineFor, type EngineEndpoint, type EngineSupervisor } from './engine-supervisor.js';
