@@ -87,7 +87,7 @@ test('config: YAML syntax errors and the example config', () => {
   const issues = issuesOf(() => loadConfig(file));
   assert.equal(issues.length >= 1, true);
   assert.match(issues[0]!, /^\(yaml\): /);
-  const example = loadConfig(new URL('../examples/opinference.yaml', import.meta.url).pathname, { env: {} });
+  const example = loadConfig(new URL('../examples/opinference.yaml', import.meta.url).pathname, { env: {}, required: true });
   assert.equal(example.config.models.length, 2);
   assert.equal(example.config.providers[1]!.base_url, 'http://127.0.0.1:8000/v1');
 });
