@@ -10,7 +10,7 @@ import { CompiledQuery } from 'kysely';
 import { startUpstream, type ScriptedResponse, type Upstream } from './helpers/replay-upstream.js';
 import { startGateway, type TestGateway } from './helpers/gateway.js';
 import { searchPlanQueries, type SearchQuery } from '../src/store/generation-search.js';
-import { histogramPercentiles, topSessionsQuery } from '../src/store/usage-queries.js';
+import { histogramPercentiles, sessionRowsQuery, topSessionsQuery } from '../src/store/usage-queries.js';
 import { LATENCY_BUCKETS_MS } from '../src/store/schema.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -528,6 +528,10 @@ describe('usage API and generation search', () => {
       const plan = (await db.executeQuery<{ detail: string }>(CompiledQuery.raw(`EXPLAIN QUERY PLAN ${compiled.sql}`, [...compiled.parameters]))).rows.map((r) => r.detail);
       assert.ok(!plan.some((l) => /^SCAN generations$/.test(l)), plan.join(' | '));
       assert.ok(plan.some((l) => /^SEARCH generations USING (COVERING )?INDEX/.test(l)), plan.join(' | '));
+      // The chosen sessions' rows: through the session index, whatever the filters.
+      const rows = sessionRowsQuery(db, q, ['s1', 's3']).compile();
+      const rowsPlan = (await db.executeQuery<{ detail: string }>(CompiledQuery.raw(`EXPLAIN QUERY PLAN ${rows.sql}`, [...rows.parameters]))).rows.map((r) => r.detail);
+      assert.match(rowsPlan[0]!, /^SEARCH generations USING INDEX generations_session_created \(session=\? AND created_at>\? AND created_at<\?\)/, rowsPlan.join(' | '));
     }
   });
 });

@@ -259,25 +259,33 @@ const bucketStart = (ms: number, bucket: UsageBucket): number => {
 const SESSION_RANGE_SCAN_MS = 2 * DAY_MS;
 
 /**
- * Generation filters shared by the session queries, each in a form an index can serve: the
- * model as in the rollups (served, else requested) is an OR over the two model indexes, the
- * tag a list from generation_tags. With `timeIndexed: false` the time bounds are written so
- * that no index serves them (`created_at + 0`), which steers the planner to a session index.
+ * Generation filters of the session queries. `top` (finding the top sessions) writes each in a
+ * form an index can serve: the model as in the rollups (served, else requested) as an OR over
+ * the two model indexes, the tag as a list from generation_tags; with `timeIndexed: false` the
+ * time bounds are written so that no index serves them (`created_at + 0`), which steers the
+ * planner to a session index. `details` (the rows of the chosen sessions) writes them so that
+ * none can serve, leaving the (session, created_at) index to drive.
  */
-function sessionFilters(q: UsageQuery, timeIndexed = true) {
+function sessionFilters(q: UsageQuery, mode: 'top' | 'details', timeIndexed = true) {
   return (eb: ExpressionBuilder<Database, 'generations'>): Expression<SqlBool> => {
     const created = timeIndexed ? eb.ref('created_at') : sql<number>`${sql.ref('created_at')} + 0`;
     const conds: Expression<SqlBool>[] = [eb(created, '>=', q.from), eb(created, '<', q.to)];
-    if (q.keyId !== undefined) conds.push(q.keyId === null ? eb('key_id', 'is', null) : eb('key_id', '=', q.keyId));
-    if (q.model !== undefined) conds.push(eb.or([eb('served_model', '=', q.model), eb.and([eb('served_model', 'is', null), eb('requested_model', '=', q.model)])]));
-    if (q.provider !== undefined) conds.push(eb('provider', '=', q.provider));
+    const top = mode === 'top';
+    if (q.keyId !== undefined) {
+      if (top) conds.push(q.keyId === null ? eb('key_id', 'is', null) : eb('key_id', '=', q.keyId));
+      else conds.push(eb(eb.fn.coalesce('key_id', sql.lit('')), '=', q.keyId ?? ''));
+    }
+    if (q.model !== undefined) {
+      if (top) conds.push(eb.or([eb('served_model', '=', q.model), eb.and([eb('served_model', 'is', null), eb('requested_model', '=', q.model)])]));
+      else conds.push(eb(eb.fn.coalesce('served_model', 'requested_model'), '=', q.model));
+    }
+    if (q.provider !== undefined) conds.push(top ? eb('provider', '=', q.provider) : eb(eb.fn.coalesce('provider', sql.lit('')), '=', q.provider));
     if (q.tag !== undefined) {
+      const tagged = eb.selectFrom('generation_tags').where('generation_tags.tag', '=', q.tag);
       conds.push(
-        eb(
-          'id',
-          'in',
-          eb.selectFrom('generation_tags').select('generation_tags.generation_id').where('generation_tags.tag', '=', q.tag).where('generation_tags.created_at', '>=', q.from).where('generation_tags.created_at', '<', q.to),
-        ),
+        top
+          ? eb('id', 'in', tagged.select('generation_tags.generation_id').where('generation_tags.created_at', '>=', q.from).where('generation_tags.created_at', '<', q.to))
+          : eb.exists(tagged.select(sql<number>`1`.as('one')).whereRef('generation_tags.generation_id', '=', 'generations.id')),
       );
     }
     return eb.and(conds);
@@ -297,28 +305,32 @@ export function topSessionsQuery(db: Kysely<Database>, q: UsageQuery) {
     .selectFrom('generations')
     .select(['session', (eb) => eb.fn.countAll<number | string>().as('n')])
     .where('session', 'is not', null)
-    .where(sessionFilters(q, timeIndexed))
+    .where(sessionFilters(q, 'top', timeIndexed))
     .groupBy('session')
     .orderBy('n', 'desc')
     .orderBy('session')
     .limit(TOP_SESSIONS);
 }
 
+/** The generations of the given sessions in the range (read through the (session, created_at) index). */
+export function sessionRowsQuery(db: Kysely<Database>, q: UsageQuery, sessions: string[]) {
+  return db
+    .selectFrom('generations')
+    .select(['session', 'created_at', 'status', 'prompt_tokens', 'completion_tokens', 'reasoning_tokens', 'cached_tokens', 'latency_ms', 'ttft_ms'])
+    .select(sql<string>`cast(cost_pico as text)`.as('cost'))
+    .where('session', 'in', sessions)
+    .where(sessionFilters(q, 'details'));
+}
+
 /** `group_by: session`: the top sessions by requests in the range, from `generations`. */
 async function sessionRows(db: Kysely<Database>, q: UsageQuery): Promise<Acc[]> {
   const top = await topSessionsQuery(db, q).execute();
   if (top.length === 0) return [];
-  const rows = (await db
-    .selectFrom('generations')
-    .select(['session', 'created_at', 'status', 'prompt_tokens', 'completion_tokens', 'reasoning_tokens', 'cached_tokens', 'latency_ms', 'ttft_ms'])
-    .select(sql<string>`cast(cost_pico as text)`.as('cost'))
-    .where(
-      'session',
-      'in',
-      top.map((t) => t.session!),
-    )
-    .where(sessionFilters(q))
-    .execute()) as SessionRead[];
+  const rows = (await sessionRowsQuery(
+    db,
+    q,
+    top.map((t) => t.session!),
+  ).execute()) as SessionRead[];
   const groups = new Map<string, Acc>();
   for (const r of rows) {
     const b = bucketStart(Number(r.created_at), q.bucket);
