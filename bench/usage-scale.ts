@@ -2,11 +2,12 @@
  * Usage queries at scale (`npm run bench:usage`).
  *
  * Seeds a temporary SQLite file (under os.tmpdir()) with generations through the real write path
- * (GenerationWriter: the same inserts, hourly rollups and tag index in one transaction per
- * batch), spread over 30 days across keys, models, providers, tags and sessions, then times
- * every usage query shape and the generation search (p50 and max over several runs each) and
- * prints a Markdown report: the machine, the seeding time, the table and EXPLAIN QUERY PLAN of
- * the request-path queries and of every search filter.
+ * (GenerationWriter: the same inserts, hourly and daily rollups, daily session counts and tag
+ * index in one transaction per batch), spread over 30 days across keys, models, providers, tags
+ * and sessions, then times every usage query shape and the generation search (p50 and max over
+ * several runs each) and prints a Markdown report: the machine, the seeding time, the table and
+ * EXPLAIN QUERY PLAN of the request-path queries and of every search filter. Hour-bucket ranges
+ * over the API's cap (USAGE_MAX_RANGE_DAYS) are refused by the API, so they are not timed.
  *
  * Environment:
  *   BENCH_USAGE_ROWS  generations to seed (default 1000000)
@@ -24,7 +25,7 @@ import { openDatabase } from '../src/store/database.js';
 import { GenerationWriter } from '../src/store/generation-writer.js';
 import { migrate } from '../src/store/migrations.js';
 import type { Database, GenerationsTable } from '../src/store/schema.js';
-import { queryUsage, rollupQuery, topSessionsQuery, type UsageQuery } from '../src/store/usage-queries.js';
+import { queryUsage, rollupQuery, topSessionsQuery, USAGE_MAX_RANGE_DAYS, type UsageQuery } from '../src/store/usage-queries.js';
 import { searchGenerations, searchPlanQueries, type SearchQuery } from '../src/store/generation-search.js';
 import { hashSecret } from '../src/store/keys.js';
 import { generationObject } from '../src/server/routes/generation.js';
@@ -224,7 +225,7 @@ async function main(): Promise<void> {
       now = Number(last.created_at) + 1;
     }
     const count = Number((await db.selectFrom('generations').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
-    const counts = async (t: 'usage_hourly' | 'usage_hourly_tags' | 'generation_tags') => Number((await db.selectFrom(t).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+    const counts = async (t: keyof Database) => Number((await db.selectFrom(t).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n).toLocaleString('en-US');
     const sessions = Number((await db.selectFrom('generations').select((eb) => eb.fn.count<number>('session').distinct().as('n')).executeTakeFirstOrThrow()).n);
 
     const cpus = os.cpus();
@@ -233,13 +234,11 @@ async function main(): Promise<void> {
     log(`- CPU: ${cpus.length} × ${cpus[0]?.model.trim() ?? 'unknown'}; memory ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB; Node ${process.version}; ${os.platform()} ${os.release()}; load average ${os.loadavg().map((l) => l.toFixed(1)).join(' / ')} (1/5/15 min) when the timings started`);
     log(`- SQLite ${(await sql<{ v: string }>`select sqlite_version() as v`.execute(db)).rows[0]!.v} (better-sqlite3), WAL, synchronous=NORMAL; file ${(statSync(file).size / 2 ** 20).toFixed(0)} MiB`);
     log(`- ${count.toLocaleString('en-US')} generations over ${SPAN_DAYS} days, ${KEYS.length} keys (one the admin key), ${MODELS.length} models on ${new Set(MODELS.flatMap((m) => m.providers)).size} providers, ${TAGS.length} tags, ${sessions.toLocaleString('en-US')} sessions`);
-    log(`- rollup rows: usage_hourly ${(await counts('usage_hourly')).toLocaleString('en-US')}, usage_hourly_tags ${(await counts('usage_hourly_tags')).toLocaleString('en-US')}; generation_tags ${(await counts('generation_tags')).toLocaleString('en-US')}`);
-    const daily = async (t: 'usage_hourly' | 'usage_hourly_tags') =>
-      Number(
-        (await sql<{ n: number }>`select count(*) as n from (select distinct hour - (hour % ${sql.lit(DAY)}), key_id, ${t === 'usage_hourly_tags' ? sql`tag,` : sql``} model, provider from ${sql.table(t)}) as d`.execute(db)).rows[0]!.n,
-      );
-    log(`- the same rollups by UTC day would hold ${(await daily('usage_hourly')).toLocaleString('en-US')} and ${(await daily('usage_hourly_tags')).toLocaleString('en-US')} rows`);
-    if (seedSeconds !== null) log(`- seeding through GenerationWriter (10,000 rows per transaction): ${seedSeconds.toFixed(0)} s (${Math.round(ROWS / seedSeconds).toLocaleString('en-US')} rows/s)`);
+    log(`- rollup rows: usage_hourly ${await counts('usage_hourly')}, usage_hourly_tags ${await counts('usage_hourly_tags')}; usage_daily ${await counts('usage_daily')}, usage_daily_tags ${await counts('usage_daily_tags')}`);
+    log(
+      `- session counts: usage_daily_sessions ${await counts('usage_daily_sessions')}, usage_daily_session_models ${await counts('usage_daily_session_models')}, usage_daily_session_tags ${await counts('usage_daily_session_tags')}; generation_tags ${await counts('generation_tags')}`,
+    );
+    if (seedSeconds !== null) log(`- seeding through GenerationWriter (10,000 rows per transaction): ${seedSeconds.toFixed(0)} s (${Math.round(ROWS / seedSeconds).toLocaleString('en-US')} rows/s, ${((seedSeconds * 1e6) / ROWS).toFixed(1)} µs per record)`);
     log(`- ${RUNS} timed runs per query after one warm-up run; times in ms, measured in-process (the query functions the routes call, JSON shaping included, HTTP excluded)`);
     log();
 
@@ -251,8 +250,13 @@ async function main(): Promise<void> {
       ['30 d', 30 * DAY],
     ] as const;
     const someKey = KEYS[1]!.id!;
+    const refused: string[] = [];
     for (const [label, span] of ranges) {
       for (const bucket of ['hour', 'day'] as const) {
+        if (span > USAGE_MAX_RANGE_DAYS[bucket] * DAY) {
+          refused.push(`${label} bucket=${bucket}`);
+          continue;
+        }
         for (const groupBy of [null, 'model', 'provider', 'key', 'tag', 'session'] as const) {
           const q: UsageQuery = { from: now - span, to: now, bucket, groupBy };
           timings.push(await time(`usage ${label} bucket=${bucket} group_by=${groupBy ?? 'none'}`, async () => (await queryUsage(db, q)).data.length));
@@ -260,10 +264,12 @@ async function main(): Promise<void> {
       }
       const base: UsageQuery = { from: now - span, to: now, bucket: 'day', groupBy: 'model' };
       timings.push(await time(`usage ${label} bucket=day group_by=model, key_id (one key's view)`, async () => (await queryUsage(db, { ...base, keyId: someKey })).data.length));
-      timings.push(await time(`usage ${label} bucket=hour group_by=none, tag filter`, async () => (await queryUsage(db, { ...base, bucket: 'hour', groupBy: null, tag: 'search' })).data.length));
+      const tagBucket = span <= USAGE_MAX_RANGE_DAYS.hour * DAY ? 'hour' : 'day';
+      timings.push(await time(`usage ${label} bucket=${tagBucket} group_by=none, tag filter`, async () => (await queryUsage(db, { ...base, bucket: tagBucket, groupBy: null, tag: 'search' })).data.length));
       timings.push(await time(`usage ${label} bucket=day group_by=key, model+provider filter`, async () => (await queryUsage(db, { ...base, groupBy: 'key', model: 'meta/llama-3.3-70b', provider: 'groq' })).data.length));
       timings.push(await time(`usage ${label} bucket=day group_by=session, key_id`, async () => (await queryUsage(db, { ...base, groupBy: 'session', keyId: someKey })).data.length));
       timings.push(await time(`usage ${label} bucket=day group_by=session, model filter`, async () => (await queryUsage(db, { ...base, groupBy: 'session', model: 'qwen/qwen3-32b' })).data.length));
+      timings.push(await time(`usage ${label} bucket=day group_by=session, tag filter`, async () => (await queryUsage(db, { ...base, groupBy: 'session', tag: 'search' })).data.length));
     }
 
     // Generation search
@@ -299,6 +305,7 @@ async function main(): Promise<void> {
     const slow = timings.filter((t) => t.p50 >= 100);
     log();
     log(slow.length === 0 ? `All ${timings.length} queries: p50 under 100 ms; slowest max ${fmt(Math.max(...timings.map((t) => t.max)))} ms.` : `Over 100 ms (p50): ${slow.map((t) => t.name).join('; ')}`);
+    if (refused.length > 0) log(`Not timed (refused with a 400, over the ${USAGE_MAX_RANGE_DAYS.hour}-day hour-bucket cap): ${refused.join('; ')}.`);
     log();
 
     // Query plans
@@ -321,19 +328,27 @@ async function main(): Promise<void> {
     }
     log('```');
     log();
-    log('Usage queries (rollup reads, and the top-sessions read of group_by session):');
+    log('Usage queries (rollup reads, and the top-sessions read of group_by session: daily session counts for whole days, generations for the partial days):');
     log();
     log('```');
-    const month: UsageQuery = { from: Math.floor((now - 30 * DAY) / HOUR) * HOUR, to: Math.ceil(now / HOUR) * HOUR, bucket: 'day', groupBy: 'model' };
+    const end = Math.ceil(now / HOUR) * HOUR;
+    const lastDay = Math.floor(end / DAY) * DAY;
+    const month: UsageQuery = { from: Math.floor((now - 30 * DAY) / DAY) * DAY, to: end, bucket: 'day', groupBy: 'model' };
+    const days: UsageQuery = { ...month, to: lastDay };
+    const week: UsageQuery = { ...month, bucket: 'hour', from: Math.floor((now - 7 * DAY) / HOUR) * HOUR };
     for (const [name, q] of [
-      ['30 d, bucket=day, group_by=model', rollupQuery(db, month, 'usage_hourly', 'model', true)],
-      ['30 d, bucket=hour, group_by=key', rollupQuery(db, { ...month, bucket: 'hour' }, 'usage_hourly', 'key_id', true)],
-      ['30 d, one key', rollupQuery(db, { ...month, keyId: someKey }, 'usage_hourly', 'model', true)],
-      ['30 d, bucket=day, group_by=tag', rollupQuery(db, month, 'usage_hourly_tags', 'tag', true)],
-      ['30 d, tag filter', rollupQuery(db, { ...month, tag: 'search' }, 'usage_hourly_tags', null, true)],
-      ['24 h, top sessions', topSessionsQuery(db, { ...month, from: now - DAY })],
-      ['30 d, top sessions', topSessionsQuery(db, month)],
-      ['30 d, top sessions of one key', topSessionsQuery(db, { ...month, keyId: someKey })],
+      ['30 d, bucket=day, group_by=model: whole days', rollupQuery(db, days, 'usage_daily', 'model', true)],
+      ['30 d, bucket=day, group_by=model: the last, partial day', rollupQuery(db, { ...month, from: lastDay }, 'usage_hourly', 'model', true)],
+      ['30 d, one key (whole days)', rollupQuery(db, { ...days, keyId: someKey }, 'usage_daily', 'model', true)],
+      ['30 d, bucket=day, group_by=tag (whole days)', rollupQuery(db, days, 'usage_daily_tags', 'tag', true)],
+      ['30 d, tag filter (whole days)', rollupQuery(db, { ...days, tag: 'search' }, 'usage_daily_tags', null, true)],
+      ['7 d, bucket=hour, group_by=key', rollupQuery(db, { ...week, groupBy: 'key' }, 'usage_hourly', 'key_id', true)],
+      ['7 d, bucket=hour, group_by=tag', rollupQuery(db, { ...week, groupBy: 'tag' }, 'usage_hourly_tags', 'tag', true)],
+      ['24 h, top sessions', topSessionsQuery(db, { ...week, from: Math.floor((now - DAY) / HOUR) * HOUR, groupBy: 'session' })],
+      ['30 d, top sessions', topSessionsQuery(db, { ...month, groupBy: 'session' })],
+      ['30 d, top sessions of one key', topSessionsQuery(db, { ...month, groupBy: 'session', keyId: someKey })],
+      ['30 d, top sessions of a model', topSessionsQuery(db, { ...month, groupBy: 'session', model: 'qwen/qwen3-32b' })],
+      ['30 d, top sessions of a tag', topSessionsQuery(db, { ...month, groupBy: 'session', tag: 'search' })],
     ] as const) {
       log(`${name}:`);
       for (const line of await plan(db, q.compile())) log(`  ${line}`);

@@ -96,6 +96,18 @@ describe('key management API', () => {
     assert.equal(reset.body.error.param, 'limit_reset');
   });
 
+  test('numeric limits are exact decimals: 99999.99 is fine, more than 6 decimals is a 400', async () => {
+    const admin = api(gw, gw.adminKey);
+    const ok = await admin('POST', '/keys', { name: 'big', limit: 99999.99 });
+    assert.equal(ok.status, 201);
+    assert.equal(ok.body.data.limit, '99999.99');
+    for (const limit of [0.0000015, 1e-20]) {
+      const bad = await admin('POST', '/keys', { name: 'tiny', limit });
+      assert.equal(bad.status, 400, String(limit));
+      assert.equal(bad.body.error.param, 'limit');
+    }
+  });
+
   test('allowed models, expiry and a key default retention', async () => {
     const admin = api(gw, gw.adminKey);
     const limited = (await admin('POST', '/keys', { name: 'only-other', allowed_models: ['other/model'] })).body.key as string;
@@ -200,3 +212,27 @@ for (const store of ['memory', 'redis'] as const) {
     });
   });
 }
+
+describe('limits store unreachable', () => {
+  test('a key with limits gets 503 limits_unavailable, others keep working, /ready says why', async () => {
+    const upstream = await startUpstream();
+    const gw = await startGateway(pricey(upstream.url), { redisUrl: 'redis://127.0.0.1:1' });
+    try {
+      const admin = api(gw, gw.adminKey);
+      const secret = (await admin('POST', '/keys', { name: 'limited', rate_limit: { requests_per_minute: 5 } })).body.key as string;
+      const res = await api(gw, secret)('POST', '/chat/completions', { model: 'test/model', messages: [{ role: 'user', content: 'x' }] });
+      assert.equal(res.status, 503);
+      assert.equal(res.body.error.code, 'limits_unavailable');
+      assert.equal(res.body.error.kind, 'retryable');
+      upstream.enqueue(completion(1, 1));
+      const free = await api(gw, gw.adminKey)('POST', '/chat/completions', { model: 'test/model', messages: [{ role: 'user', content: 'x' }] });
+      assert.equal(free.status, 200);
+      const ready = await fetch(`${gw.origin}/ready`);
+      assert.equal(ready.status, 503);
+      assert.deepEqual(await ready.json(), { status: 'not ready', reason: 'the limit store (OP_REDIS_URL) cannot be reached' });
+    } finally {
+      await gw.close();
+      await upstream.close();
+    }
+  });
+});

@@ -190,6 +190,13 @@ describe('openai SDK through the gateway', () => {
     assert.equal(reasoning.join(''), 'Let me think');
   });
 
+  test('an empty answer at the limit without any reasoning is a plain length finish', async () => {
+    upstream.enqueue({ json: { id: 'x', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: '' }, finish_reason: 'length' }], usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 } } });
+    const res = await client.chat.completions.create({ model: 'test/model', messages: [{ role: 'user', content: 'x' }], max_tokens: 1 });
+    assert.equal(res.choices[0]!.finish_reason, 'length');
+    assert.equal(res.choices[0]!.message.content, '');
+  });
+
   test('a reasoning model answer keeps reasoning and counts reasoning tokens', async () => {
     upstream.enqueue({ sse: [chunk({ role: 'assistant', reasoning: '2+2 is 4' }), chunk({ content: '4' }), chunk({}, 'stop'), usageChunk(10, 6, { completion_tokens_details: { reasoning_tokens: 5 }, prompt_tokens_details: { cached_tokens: 4 } })] });
     const stream = client.chat.completions.stream({ model: 'test/model', messages: [{ role: 'user', content: '2+2?' }] });

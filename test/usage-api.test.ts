@@ -10,7 +10,7 @@ import { CompiledQuery } from 'kysely';
 import { startUpstream, type ScriptedResponse, type Upstream } from './helpers/replay-upstream.js';
 import { startGateway, type TestGateway } from './helpers/gateway.js';
 import { searchPlanQueries, type SearchQuery } from '../src/store/generation-search.js';
-import { histogramPercentiles, sessionRowsQuery, topSessionsQuery } from '../src/store/usage-queries.js';
+import { histogramPercentiles, sessionRowsQuery, topSessionsQuery, type UsageQuery } from '../src/store/usage-queries.js';
 import { LATENCY_BUCKETS_MS } from '../src/store/schema.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -360,6 +360,7 @@ describe('usage API and generation search', () => {
       [{ from: D + DAY, to: D }, 'from'],
       [{ from: D, to: D }, 'from'],
       [{ from: D - 40 * DAY, to: D, bucket: 'hour' }, 'from'],
+      [{ from: D - 8 * DAY, to: D, bucket: 'hour' }, 'from'],
       [{ groupby: 'model' }, 'groupby'],
       [{ model: 'x'.repeat(300) }, 'model'],
     ];
@@ -372,6 +373,10 @@ describe('usage API and generation search', () => {
     const twice = await fetch(`${gw.baseURL}/usage?bucket=hour&bucket=day`, { headers: { authorization: `Bearer ${gw.adminKey}` } });
     assert.equal(twice.status, 400);
     assert.equal(((await twice.json()) as Json).error.param, 'bucket');
+    // Hour buckets stop at 7 days (they read hourly rollups), with a hint to use day buckets.
+    const week = await get(gw.adminKey, '/usage', { from: D - 8 * DAY, to: D, bucket: 'hour' });
+    assert.match(week.body.error.message, /7 days.*bucket=day/);
+    assert.equal((await get(gw.adminKey, '/usage', { from: D - 7 * DAY, to: D, bucket: 'hour' })).status, 200);
     // A 40-day range is fine in day buckets; ISO dates without a time are UTC midnight.
     assert.equal((await get(gw.adminKey, '/usage', { from: D - 40 * DAY, to: D, bucket: 'day' })).status, 200);
     const dated = await get(gw.adminKey, '/usage', { from: new Date(D).toISOString().slice(0, 10), to: new Date(D + DAY).toISOString().slice(0, 10) });
@@ -515,19 +520,41 @@ describe('usage API and generation search', () => {
       }
     }
     assert.ok(plans >= 256);
-    // The top-sessions read of group_by session uses an index too, with and without a key.
+    // The top-sessions read of group_by session: whole days from the daily session counts that
+    // hold the filters' columns, by day range; partial days through an index of generations.
+    const ranges = [
+      { from: D, to: D + DAY, days: true, partial: false },
+      { from: D + 2 * HOUR, to: D + 5 * HOUR, days: false, partial: true },
+      { from: D - 20 * DAY + 5 * HOUR, to: D + DAY + 3 * HOUR, days: true, partial: true },
+    ];
+    const filtered: [Partial<UsageQuery>, string][] = [
+      [{}, 'usage_daily_sessions'],
+      [{ keyId: alice.id }, 'usage_daily_sessions'],
+      [{ keyId: null }, 'usage_daily_sessions'],
+      [{ model: 'test/model' }, 'usage_daily_session_models'],
+      [{ provider: 'up' }, 'usage_daily_session_models'],
+      [{ tag: 'a' }, 'usage_daily_session_tags'],
+      [{ tag: 'a', model: 'test/model', keyId: alice.id }, 'usage_daily_session_tags'],
+    ];
+    for (const { days, partial, ...range } of ranges) {
+      for (const [filter, table] of filtered) {
+        const q = { ...range, ...filter, bucket: 'hour' as const, groupBy: 'session' as const };
+        const compiled = topSessionsQuery(db, q).compile();
+        const plan = (await db.executeQuery<{ detail: string }>(CompiledQuery.raw(`EXPLAIN QUERY PLAN ${compiled.sql}`, [...compiled.parameters]))).rows.map((r) => r.detail);
+        const shown = `${JSON.stringify(q)}: ${plan.join(' | ')}`;
+        assert.ok(!plan.some((l) => /^SCAN (generations|usage_daily\w*)$/.test(l)), shown);
+        assert.equal(plan.some((l) => l.startsWith(`SEARCH ${table} USING PRIMARY KEY (day>? AND day<?)`)), days || partial, shown);
+        assert.ok(!plan.some((l) => /^SEARCH usage_daily/.test(l) && !l.startsWith(`SEARCH ${table} `)), shown);
+        assert.equal(plan.some((l) => /^SEARCH generations USING (COVERING )?INDEX/.test(l)), partial, shown);
+      }
+    }
     for (const q of [
       { from: D, to: D + DAY, bucket: 'day' as const, groupBy: 'session' as const },
-      { from: D - 20 * DAY, to: D + DAY, bucket: 'day' as const, groupBy: 'session' as const },
       { from: D - 20 * DAY, to: D + DAY, bucket: 'day' as const, groupBy: 'session' as const, keyId: alice.id },
       { from: D - 20 * DAY, to: D + DAY, bucket: 'day' as const, groupBy: 'session' as const, model: 'test/model' },
       { from: D - 20 * DAY, to: D + DAY, bucket: 'day' as const, groupBy: 'session' as const, provider: 'up' },
       { from: D - 20 * DAY, to: D + DAY, bucket: 'day' as const, groupBy: 'session' as const, tag: 'a' },
     ]) {
-      const compiled = topSessionsQuery(db, q).compile();
-      const plan = (await db.executeQuery<{ detail: string }>(CompiledQuery.raw(`EXPLAIN QUERY PLAN ${compiled.sql}`, [...compiled.parameters]))).rows.map((r) => r.detail);
-      assert.ok(!plan.some((l) => /^SCAN generations$/.test(l)), plan.join(' | '));
-      assert.ok(plan.some((l) => /^SEARCH generations USING (COVERING )?INDEX/.test(l)), plan.join(' | '));
       // The chosen sessions' rows: through the session index, whatever the filters.
       const rows = sessionRowsQuery(db, q, ['s1', 's3']).compile();
       const rowsPlan = (await db.executeQuery<{ detail: string }>(CompiledQuery.raw(`EXPLAIN QUERY PLAN ${rows.sql}`, [...rows.parameters]))).rows.map((r) => r.detail);

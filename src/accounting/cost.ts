@@ -15,7 +15,16 @@ export const PICO_PER_USD = 1_000_000_000_000n;
  * @throws Error when the price has more than 6 decimals or is negative.
  */
 export function toMicros(price: number | string): bigint {
-  const text = typeof price === 'number' ? price.toFixed(12).replace(/0+$/, '').replace(/\.$/, '') : price.trim();
+  let text: string;
+  if (typeof price === 'number') {
+    if (!Number.isFinite(price) || price < 0) throw new Error(`invalid price "${price}"`);
+    // Numbers carry binary float error (99999.99 is 99999.990000000005…): round to 6 decimals,
+    // and refuse a value that 6 decimals cannot represent.
+    text = price.toFixed(6);
+    if (Number(text) !== price) throw new Error(`price "${price}" has more than 6 decimals`);
+  } else {
+    text = price.trim();
+  }
   const m = /^(\d+)(?:\.(\d+))?$/.exec(text);
   if (!m) throw new Error(`invalid price "${price}"`);
   const frac = (m[2] ?? '').replace(/0+$/, '');

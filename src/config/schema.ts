@@ -85,7 +85,7 @@ export const providerSchema = z
 
 /** USD per 1M tokens, and USD per request. Given as numbers or decimal strings. */
 const price = z.union([
-  z.number().min(0).refine((n) => Number.isFinite(n) && Math.abs(n * 1e6 - Math.round(n * 1e6)) < 1e-6, 'must have at most 6 decimals'),
+  z.number().min(0).refine((n) => Number.isFinite(n) && Number(n.toFixed(6)) === n, 'must have at most 6 decimals'),
   z.string().regex(/^\d+(\.\d{1,6})?$/, 'must be a non-negative decimal with at most 6 decimals'),
 ]);
 

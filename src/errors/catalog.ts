@@ -158,6 +158,10 @@ export const ERROR_CATALOG = define({
     status: 499, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
     description: 'The client disconnected before the response was complete; recorded as a cancelled generation.',
   },
+  limits_unavailable: {
+    status: 503, kind: 'retryable', scope: 'gateway', type: 'server_error',
+    description: 'The shared limit store (Redis, `OP_REDIS_URL`) cannot be reached, so a key with limits cannot be checked; keys without limits keep working.',
+  },
   gateway_shutting_down: {
     status: 503, kind: 'retryable', scope: 'gateway', type: 'server_error',
     description: 'The gateway is draining for shutdown and accepts no new requests; retry on another replica.',

@@ -54,6 +54,14 @@ export class OutputAccumulator {
     return this.text !== '' || this.refusal !== '' || this.toolCalls.length > 0;
   }
 
+  /**
+   * Whether the output is reasoning and nothing else: no answer, but reasoning text or reported
+   * reasoning tokens. (An empty answer without reasoning is a plain `length` finish.)
+   */
+  reasoningOnly(usage: Usage | null): boolean {
+    return !this.hasAnswer() && (this.reasoning !== '' || (usage?.reasoningTokens ?? 0) > 0);
+  }
+
   /** Usage as reported, or estimated with the tokenizer from what was seen. */
   usageOr(prompt: { estimate(): number }): Usage {
     if (this.usage) return this.usage;

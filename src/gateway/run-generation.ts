@@ -135,6 +135,7 @@ export async function runGeneration(rt: GatewayRuntime, input: GenerationInput, 
         });
       }
       let reserved = 0n;
+      let reservation = '';
       if (credit) {
         const promptEstimate = prompt.estimate();
         const outTokens = worstCaseOutputTokens(chat, target, promptEstimate);
@@ -150,10 +151,11 @@ export async function runGeneration(rt: GatewayRuntime, input: GenerationInput, 
           continue;
         }
         reserved = worst;
+        reservation = r.token;
       }
       if (!rt.health.admit(target.id).ok) {
         // tripped by a concurrent request since planning
-        if (credit) await rt.limits.settle(credit.keyId, credit.periodStart, reserved, 0n);
+        if (credit) await settleQuietly(rt, credit, reserved, 0n, reservation);
         continue;
       }
       const adapter = runtimeAdapter(rt, target.provider);
@@ -172,7 +174,7 @@ export async function runGeneration(rt: GatewayRuntime, input: GenerationInput, 
           : await completeAttempt(rt, input, draft, reply, state, target, adapter, call, operation, prompt);
         const latency = Math.round(performance.now() - started);
         draft.attempts.push({ endpoint: target.id, provider: target.provider.id, model: target.model.id, status, error_code: draft.errorCode, latency_ms: latency, reason: planned.reason });
-        if (credit) await rt.limits.settle(credit.keyId, credit.periodStart, reserved, draft.costPico);
+        if (credit) await settleQuietly(rt, credit, reserved, draft.costPico, reservation);
         reserved = 0n;
         if (draft.errorCode && draft.errorCode !== 'reasoning_exhausted_output_limit' && draft.errorCode !== 'client_closed_request') {
           rt.health.recordFailure(target.id, { latencyMs: latency, rateLimited: draft.errorCode === 'upstream_rate_limited' });
@@ -186,7 +188,7 @@ export async function runGeneration(rt: GatewayRuntime, input: GenerationInput, 
         const upstreamStatus = typeof err.metadata?.upstream_status === 'number' ? err.metadata.upstream_status : null;
         draft.attempts.splice(attemptIndex, draft.attempts.length - attemptIndex, { endpoint: target.id, provider: target.provider.id, model: target.model.id, status: upstreamStatus, error_code: err.code, latency_ms: latency, reason: planned.reason });
         // A failed attempt costs what it generated (a stream cut after its first byte, or cancelled).
-        if (credit) await rt.limits.settle(credit.keyId, credit.periodStart, reserved, draft.costPico > costBefore ? draft.costPico - costBefore : 0n);
+        if (credit) await settleQuietly(rt, credit, reserved, draft.costPico > costBefore ? draft.costPico - costBefore : 0n, reservation);
         reserved = 0n;
         noteFailure(rt, target, err, latency);
         if (state.outputStarted || state.clientGone.signal.aborted) throw err;
@@ -265,6 +267,18 @@ function recordMetrics(rt: GatewayRuntime, row: ReturnType<GenerationDraft['toRo
   m.latency.observe({ model, streamed: row.streamed ? 'true' : 'false' }, row.latency_ms / 1000);
   if (row.streamed && row.ttft_ms !== null) m.ttft.observe({ model }, row.ttft_ms / 1000);
   for (const a of draft.attempts) m.attempts.inc({ endpoint: a.endpoint, code: a.error_code ?? 'ok' });
+}
+
+/**
+ * Settle a credit reservation. The answer is already with the client, so a limit store that
+ * cannot be reached is logged, not turned into a failure (the spend still reaches the database).
+ */
+async function settleQuietly(rt: GatewayRuntime, credit: CreditLimit, reserved: bigint, actual: bigint, token: string): Promise<void> {
+  try {
+    await rt.limits.settle(credit.keyId, credit.periodStart, reserved, actual, token);
+  } catch (err) {
+    rt.log.error({ err: (err as Error).message, key: credit.keyId }, 'could not settle a credit reservation');
+  }
 }
 
 /** Update endpoint health after a failed attempt; rate limits start a (capped) cooldown. */
@@ -346,7 +360,7 @@ async function completeAttempt(
     const acc = OutputAccumulator.fromResult(result);
     const usage = settle(draft, target, acc, prompt);
     keepContent(draft, input, acc);
-    if (result.finishReason === 'length' && !acc.hasAnswer()) throw reasoningExhausted();
+    if (result.finishReason === 'length' && acc.reasoningOnly(draft.usage)) throw reasoningExhausted();
     draft.markFirstToken();
     const ident = identityFor(draft, target.model.id);
     const body = input.api === 'chat' ? chatCompletionBody(ident, result, usage) : textCompletionBody(ident, result, usage);
@@ -429,7 +443,7 @@ async function streamAttempt(
     if (!state.outputStarted) await startOutput();
     const usage = settle(draft, target, acc, prompt);
     keepContent(draft, input, acc);
-    if (acc.finish?.finishReason === 'length' && !acc.hasAnswer()) {
+    if (acc.finish?.finishReason === 'length' && acc.reasoningOnly(draft.usage)) {
       const err = reasoningExhausted();
       draft.status = 'error';
       draft.errorCode = err.code;

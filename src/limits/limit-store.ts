@@ -5,7 +5,7 @@
  */
 
 /** The outcome of a credit reservation. */
-export type ReserveResult = { ok: true } | { ok: false; availablePico: bigint };
+export type ReserveResult = { ok: true; token: string } | { ok: false; availablePico: bigint };
 
 /** The outcome of counting a request in a rate window. */
 export interface RateResult {
@@ -23,8 +23,8 @@ export interface LimitStore {
    * first time a period is seen.
    */
   reserve(keyId: string, periodStart: number, amountPico: bigint, limitPico: bigint, loadSpent: () => Promise<bigint>): Promise<ReserveResult>;
-  /** Release a reservation and add the real cost to the period's spend. */
-  settle(keyId: string, periodStart: number, reservedPico: bigint, actualPico: bigint): Promise<void>;
+  /** Release a reservation (by the `token` reserve gave) and add the real cost to the period's spend. */
+  settle(keyId: string, periodStart: number, reservedPico: bigint, actualPico: bigint, token: string): Promise<void>;
   /** Spend recorded for the period (settled costs). */
   spent(keyId: string, periodStart: number, loadSpent: () => Promise<bigint>): Promise<bigint>;
   /** Count one request in the current minute; refused once `limit` were counted. */
@@ -33,6 +33,8 @@ export interface LimitStore {
   checkTokens(keyId: string, limit: number, now: number): Promise<RateResult>;
   /** Add tokens a finished request used to the minute's count. */
   addTokens(keyId: string, tokens: number, now: number): Promise<void>;
+  /** Whether the store can be reached (for `/ready`). */
+  ping(): Promise<boolean>;
   close(): Promise<void>;
 }
 

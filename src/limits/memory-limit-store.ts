@@ -36,10 +36,10 @@ export class MemoryLimitStore implements LimitStore {
     const available = limit - c.spent - c.reserved;
     if (amount > available) return { ok: false, availablePico: available > 0n ? available : 0n };
     c.reserved += amount;
-    return { ok: true };
+    return { ok: true, token: '' };
   }
 
-  async settle(keyId: string, period: number, reserved: bigint, actual: bigint): Promise<void> {
+  async settle(keyId: string, period: number, reserved: bigint, actual: bigint, _token: string): Promise<void> {
     const c = this.credits.get(keyId);
     if (!c || c.period !== period) return;
     c.reserved -= reserved;
@@ -75,6 +75,10 @@ export class MemoryLimitStore implements LimitStore {
 
   async addTokens(keyId: string, tokens: number, now: number): Promise<void> {
     this.window(this.tokens, keyId, now).count += tokens;
+  }
+
+  async ping(): Promise<boolean> {
+    return true;
   }
 
   async close(): Promise<void> {}

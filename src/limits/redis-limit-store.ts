@@ -1,24 +1,50 @@
 import { Redis } from 'ioredis';
+import { GatewayError } from '../errors/gateway-error.js';
 import { windowStart, type LimitStore, type RateResult, type ReserveResult } from './limit-store.js';
+
+/** Reservations live in 10-minute slots that expire after 30 minutes, so those of a replica that
+ * died mid-request stop holding credit back within half an hour. */
+const SLOT_MS = 600_000;
+const SLOT_TTL_S = 1800;
 
 /**
  * Limits shared by every replica through Redis. Only Redis' exact 64-bit INCRBY/DECRBY do the
  * arithmetic (no Lua doubles), so picodollar sums stay exact. A reservation increments first
  * and checks after; an over-limit one is undone at once — concurrent requests may refuse each
- * other at the edge, but never let more through than the limit.
+ * other at the edge, but never let more through than the limit. Reservations are counted per
+ * time slot (the current and the two before it), so a crashed replica's reservations expire.
  */
 export class RedisLimitStore implements LimitStore {
   private readonly redis: Redis;
 
   constructor(url: string, private readonly prefix = 'op:') {
-    this.redis = new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
+    this.redis = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000, lazyConnect: false });
+    // Connection errors surface on the calls that need Redis (as `limits_unavailable`); the
+    // client's own error events are only logged once per outage.
+    this.redis.on('error', (err: Error) => {
+      if (!this.down) process.stderr.write(`${JSON.stringify({ level: 50, time: Date.now(), msg: 'redis unavailable', err: err.message })}\n`);
+      this.down = true;
+    });
+    this.redis.on('ready', () => {
+      this.down = false;
+    });
+  }
+
+  private down = false;
+
+  async ping(): Promise<boolean> {
+    try {
+      return (await this.redis.ping()) === 'PONG';
+    } catch {
+      return false;
+    }
   }
 
   private spentKey(keyId: string, period: number) {
     return `${this.prefix}spent:${keyId}:${period}`;
   }
-  private reservedKey(keyId: string, period: number) {
-    return `${this.prefix}reserved:${keyId}:${period}`;
+  private reservedKey(keyId: string, period: number, slot: number) {
+    return `${this.prefix}reserved:${keyId}:${period}:${slot}`;
   }
 
   private async ensureSpent(keyId: string, period: number, loadSpent: () => Promise<bigint>): Promise<void> {
@@ -29,30 +55,42 @@ export class RedisLimitStore implements LimitStore {
     }
   }
 
-  async reserve(keyId: string, period: number, amount: bigint, limit: bigint, loadSpent: () => Promise<bigint>): Promise<ReserveResult> {
+  private async reserveImpl(keyId: string, period: number, amount: bigint, limit: bigint, loadSpent: () => Promise<bigint>): Promise<ReserveResult> {
     await this.ensureSpent(keyId, period, loadSpent);
-    const rKey = this.reservedKey(keyId, period);
-    const [[, reservedRaw], [, spentRaw]] = (await this.redis.multi().incrby(rKey, amount.toString()).get(this.spentKey(keyId, period)).expire(rKey, 86_400).exec()) as [[null, number | string], [null, string | null]];
-    const reserved = BigInt(String(reservedRaw));
-    const spent = BigInt(spentRaw ?? '0');
+    const slot = Math.floor(Date.now() / SLOT_MS);
+    const rKey = this.reservedKey(keyId, period, slot);
+    const res = (await this.redis
+      .multi()
+      .incrby(rKey, amount.toString())
+      .expire(rKey, SLOT_TTL_S)
+      .get(this.spentKey(keyId, period))
+      .get(this.reservedKey(keyId, period, slot - 1))
+      .get(this.reservedKey(keyId, period, slot - 2))
+      .exec()) as [null, unknown][];
+    const own = BigInt(String(res[0]![1]));
+    const spent = BigInt((res[2]![1] as string | null) ?? '0');
+    const older = BigInt((res[3]![1] as string | null) ?? '0') + BigInt((res[4]![1] as string | null) ?? '0');
+    const reserved = own + older;
     if (spent + reserved > limit) {
       await this.redis.decrby(rKey, amount.toString());
       const available = limit - spent - (reserved - amount);
       return { ok: false, availablePico: available > 0n ? available : 0n };
     }
-    return { ok: true };
+    return { ok: true, token: rKey };
   }
 
-  async settle(keyId: string, period: number, reserved: bigint, actual: bigint): Promise<void> {
-    await this.redis.multi().decrby(this.reservedKey(keyId, period), reserved.toString()).incrby(this.spentKey(keyId, period), actual.toString()).exec();
+  private async settleImpl(keyId: string, period: number, reserved: bigint, actual: bigint, token: string): Promise<void> {
+    const m = this.redis.multi();
+    if (token && reserved > 0n) m.decrby(token, reserved.toString());
+    await m.incrby(this.spentKey(keyId, period), actual.toString()).exec();
   }
 
-  async spent(keyId: string, period: number, loadSpent: () => Promise<bigint>): Promise<bigint> {
+  private async spentImpl(keyId: string, period: number, loadSpent: () => Promise<bigint>): Promise<bigint> {
     await this.ensureSpent(keyId, period, loadSpent);
     return BigInt((await this.redis.get(this.spentKey(keyId, period))) ?? '0');
   }
 
-  async hitRequests(keyId: string, limit: number, now: number): Promise<RateResult> {
+  private async hitRequestsImpl(keyId: string, limit: number, now: number): Promise<RateResult> {
     const w = windowStart(now);
     const key = `${this.prefix}rpm:${keyId}:${w}`;
     const [[, count]] = (await this.redis.multi().incr(key).pexpire(key, 120_000).exec()) as [[null, number]];
@@ -60,18 +98,52 @@ export class RedisLimitStore implements LimitStore {
     return { ok: count <= limit, limit, remaining: Math.max(0, limit - count), resetMs };
   }
 
-  async checkTokens(keyId: string, limit: number, now: number): Promise<RateResult> {
+  private async checkTokensImpl(keyId: string, limit: number, now: number): Promise<RateResult> {
     const w = windowStart(now);
     const used = Number((await this.redis.get(`${this.prefix}tpm:${keyId}:${w}`)) ?? '0');
     return { ok: used < limit, limit, remaining: Math.max(0, limit - used), resetMs: w + 60_000 - now };
   }
 
-  async addTokens(keyId: string, tokens: number, now: number): Promise<void> {
+  private async addTokensImpl(keyId: string, tokens: number, now: number): Promise<void> {
     const key = `${this.prefix}tpm:${keyId}:${windowStart(now)}`;
     await this.redis.multi().incrby(key, tokens).pexpire(key, 120_000).exec();
   }
 
+  /** Run a Redis operation; a connection failure becomes the catalog's `limits_unavailable`. */
+  private async guard<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      if (err instanceof GatewayError) throw err;
+      throw new GatewayError('limits_unavailable', 'the shared limit store (Redis) cannot be reached; retry shortly', { cause: err, retryAfterSeconds: 1 });
+    }
+  }
+
+  reserve(keyId: string, period: number, amount: bigint, limit: bigint, loadSpent: () => Promise<bigint>): Promise<ReserveResult> {
+    return this.guard(() => this.reserveImpl(keyId, period, amount, limit, loadSpent));
+  }
+  settle(keyId: string, period: number, reserved: bigint, actual: bigint, token: string): Promise<void> {
+    return this.guard(() => this.settleImpl(keyId, period, reserved, actual, token));
+  }
+  spent(keyId: string, period: number, loadSpent: () => Promise<bigint>): Promise<bigint> {
+    return this.guard(() => this.spentImpl(keyId, period, loadSpent));
+  }
+  hitRequests(keyId: string, limit: number, now: number): Promise<RateResult> {
+    return this.guard(() => this.hitRequestsImpl(keyId, limit, now));
+  }
+  checkTokens(keyId: string, limit: number, now: number): Promise<RateResult> {
+    return this.guard(() => this.checkTokensImpl(keyId, limit, now));
+  }
+  addTokens(keyId: string, tokens: number, now: number): Promise<void> {
+    return this.guard(() => this.addTokensImpl(keyId, tokens, now));
+  }
+
   async close(): Promise<void> {
-    await this.redis.quit();
+    try {
+      if (this.redis.status === 'ready') await this.redis.quit();
+      else this.redis.disconnect();
+    } catch {
+      this.redis.disconnect();
+    }
   }
 }

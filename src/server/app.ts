@@ -166,6 +166,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     return runtime.metrics.registry.metrics();
   });
   app.get('/ready', async (_req, reply) => {
+    if (!(await runtime.limits.ping())) return reply.code(503).send({ status: 'not ready', reason: 'the limit store (OP_REDIS_URL) cannot be reached' });
     if (runtime.catalog.empty) return reply.code(200).send({ status: 'ready', warning: 'no models configured' });
     return { status: 'ready', models: runtime.catalog.models.size };
   });

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type SqlBool } from 'kysely';
+import { sql, SqliteAdapter, type Kysely, type SqlBool } from 'kysely';
 import type { Database } from './schema.js';
 
 /** One schema step. Steps run once each, in order, inside a transaction. */
@@ -113,6 +113,132 @@ export const MIGRATIONS: readonly Migration[] = [
         .on('generations')
         .columns(['retention', 'created_at'])
         .where(sql<SqlBool>`${sql.ref('content')} is not null or ${sql.ref('error_message')} is not null`)
+        .execute();
+    },
+  },
+  {
+    name: '0004_daily_rollups',
+    async up(db) {
+      // Daily rollups: the hourly tables' columns with `day` (the UTC day's start) for `hour`.
+      const rollup = (name: 'usage_daily' | 'usage_daily_tags', withTag: boolean) => {
+        let t = db.schema.createTable(name).addColumn('day', 'bigint', (c) => c.notNull()).addColumn('key_id', 'text', (c) => c.notNull());
+        if (withTag) t = t.addColumn('tag', 'text', (c) => c.notNull());
+        return t
+          .addColumn('model', 'text', (c) => c.notNull())
+          .addColumn('provider', 'text', (c) => c.notNull())
+          .addColumn('requests', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('errors', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('cancelled', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('prompt_tokens', 'bigint', (c) => c.notNull().defaultTo(0))
+          .addColumn('completion_tokens', 'bigint', (c) => c.notNull().defaultTo(0))
+          .addColumn('reasoning_tokens', 'bigint', (c) => c.notNull().defaultTo(0))
+          .addColumn('cached_tokens', 'bigint', (c) => c.notNull().defaultTo(0))
+          .addColumn('cost_pico', 'bigint', (c) => c.notNull().defaultTo(0))
+          .addColumn('latency_hist', 'text', (c) => c.notNull())
+          .addColumn('ttft_hist', 'text', (c) => c.notNull())
+          .addPrimaryKeyConstraint(`${name}_pk`, (withTag ? ['day', 'key_id', 'tag', 'model', 'provider'] : ['day', 'key_id', 'model', 'provider']) as never)
+          .execute();
+      };
+      await rollup('usage_daily', false);
+      await rollup('usage_daily_tags', true);
+      await db.schema.createIndex('usage_daily_key_day').on('usage_daily').columns(['key_id', 'day']).execute();
+      await db.schema.createIndex('usage_daily_tags_tag_day').on('usage_daily_tags').columns(['tag', 'day']).execute();
+
+      // Requests per (day, key, session[, tag], model, provider): they rank the sessions of
+      // group_by session. Read by day ranges; on SQLite stored in key order (WITHOUT ROWID), so a
+      // read is one pass over the key with no lookups.
+      const sqlite = db.getExecutor().adapter instanceof SqliteAdapter;
+      const counts = async (name: 'usage_daily_sessions' | 'usage_daily_session_models' | 'usage_daily_session_tags', key: string[]) => {
+        let t = db.schema.createTable(name);
+        for (const col of key) t = t.addColumn(col, col === 'day' ? 'bigint' : 'text', (c) => c.notNull());
+        t = t.addColumn('requests', 'integer', (c) => c.notNull().defaultTo(0)).addPrimaryKeyConstraint(`${name}_pk`, key as never);
+        await (sqlite ? t.modifyEnd(sql`without rowid`) : t).execute();
+      };
+      await counts('usage_daily_sessions', ['day', 'key_id', 'session']);
+      await counts('usage_daily_session_models', ['day', 'key_id', 'session', 'model', 'provider']);
+      await counts('usage_daily_session_tags', ['day', 'key_id', 'tag', 'session', 'model', 'provider']);
+
+      // Backfill the daily rollups from the hourly ones, one day at a time, summed in JS: costs
+      // read as text (exact bigints), histograms (JSON arrays of counts) added element-wise.
+      const DAY = 86_400_000;
+      const SUMS = ['requests', 'errors', 'cancelled', 'prompt_tokens', 'completion_tokens', 'reasoning_tokens', 'cached_tokens'] as const;
+      const backfill = async (from: 'usage_hourly' | 'usage_hourly_tags', to: 'usage_daily' | 'usage_daily_tags') => {
+        const tagged = from === 'usage_hourly_tags';
+        const span = await db
+          .selectFrom(from as 'usage_hourly')
+          .select((eb) => [eb.fn.min<number | null>('hour').as('lo'), eb.fn.max<number | null>('hour').as('hi')])
+          .executeTakeFirst();
+        if (span?.lo === null || span?.lo === undefined || span.hi === null) return;
+        for (let day = Math.floor(Number(span.lo) / DAY) * DAY; day <= Number(span.hi); day += DAY) {
+          const rows = await db
+            .selectFrom(from as 'usage_hourly')
+            .select(['key_id', 'model', 'provider', ...SUMS, 'latency_hist', 'ttft_hist'])
+            .select([sql<string>`cast(cost_pico as text)`.as('cost'), (tagged ? sql<string>`tag` : sql<string>`''`).as('tag')])
+            .where('hour', '>=', day)
+            .where('hour', '<', day + DAY)
+            .execute();
+          const days = new Map<string, Record<string, unknown> & { sums: number[]; cost: bigint; latency: number[]; ttft: number[] }>();
+          for (const r of rows) {
+            const id = JSON.stringify([r.key_id, r.tag, r.model, r.provider]);
+            let d = days.get(id);
+            if (!d) days.set(id, (d = { key_id: r.key_id, tag: r.tag, model: r.model, provider: r.provider, sums: SUMS.map(() => 0), cost: 0n, latency: [], ttft: [] }));
+            SUMS.forEach((col, i) => (d.sums[i]! += Number(r[col])));
+            d.cost += BigInt(r.cost);
+            for (const [hist, json] of [
+              [d.latency, r.latency_hist],
+              [d.ttft, r.ttft_hist],
+            ] as const) {
+              (JSON.parse(json) as number[]).forEach((n, i) => (hist[i] = (hist[i] ?? 0) + n));
+            }
+          }
+          const values = [...days.values()].map((d) => ({
+            day,
+            key_id: d.key_id,
+            ...(tagged ? { tag: d.tag } : {}),
+            model: d.model,
+            provider: d.provider,
+            ...Object.fromEntries(SUMS.map((col, i) => [col, d.sums[i]])),
+            cost_pico: d.cost,
+            latency_hist: JSON.stringify(d.latency),
+            ttft_hist: JSON.stringify(d.ttft),
+          }));
+          for (let i = 0; i < values.length; i += 50) await db.insertInto(to).values(values.slice(i, i + 50) as never).execute();
+        }
+      };
+      await backfill('usage_hourly', 'usage_daily');
+      await backfill('usage_hourly_tags', 'usage_daily_tags');
+
+      // Backfill the session counts from the generations.
+      const day = sql<number>`${sql.ref('g.created_at')} - ${sql.ref('g.created_at')} % ${sql.lit(DAY)}`;
+      const keyId = sql<string>`coalesce(${sql.ref('g.key_id')}, '')`;
+      const model = sql<string>`coalesce(${sql.ref('g.served_model')}, ${sql.ref('g.requested_model')})`;
+      const provider = sql<string>`coalesce(${sql.ref('g.provider')}, '')`;
+      const session = sql<string>`${sql.ref('g.session')}`;
+      const withSession = db.selectFrom('generations as g').where('g.session', 'is not', null);
+      await db
+        .insertInto('usage_daily_sessions')
+        .columns(['day', 'key_id', 'session', 'requests'])
+        .expression(withSession.select((eb) => [day.as('day'), keyId.as('key_id'), session.as('session'), eb.fn.countAll<number>().as('requests')]).groupBy([day, keyId, session]))
+        .execute();
+      await db
+        .insertInto('usage_daily_session_models')
+        .columns(['day', 'key_id', 'session', 'model', 'provider', 'requests'])
+        .expression(
+          withSession
+            .select((eb) => [day.as('day'), keyId.as('key_id'), session.as('session'), model.as('model'), provider.as('provider'), eb.fn.countAll<number>().as('requests')])
+            .groupBy([day, keyId, session, model, provider]),
+        )
+        .execute();
+      const tag = sql<string>`${sql.ref('t.tag')}`;
+      await db
+        .insertInto('usage_daily_session_tags')
+        .columns(['day', 'key_id', 'tag', 'session', 'model', 'provider', 'requests'])
+        .expression(
+          withSession
+            .innerJoin('generation_tags as t', 't.generation_id', 'g.id')
+            .select((eb) => [day.as('day'), keyId.as('key_id'), tag.as('tag'), session.as('session'), model.as('model'), provider.as('provider'), eb.fn.countAll<number>().as('requests')])
+            .groupBy([day, keyId, tag, session, model, provider]),
+        )
         .execute();
     },
   },

@@ -90,6 +90,36 @@ export type UsageHourlyTable = UsageRollupColumns;
 /** The same rollup per tag (a generation with two tags counts in both). */
 export type UsageHourlyTagsTable = UsageRollupColumns & { tag: string };
 
+/**
+ * Daily usage rollups: the hourly rollups summed by UTC day (the same columns, with `day` for
+ * `hour`), written in the same transaction. Usage reads take whole days from here and only the
+ * partial days at a range's edges from the hourly tables.
+ */
+export type UsageDailyTable = Omit<UsageRollupColumns, 'hour'> & {
+  /** Unix ms of the UTC day's start. */
+  day: number;
+};
+/** The daily rollup per tag (a generation with two tags counts in both). */
+export type UsageDailyTagsTable = UsageDailyTable & { tag: string };
+
+/**
+ * Requests per (UTC day, key, session), for generations with a session: ranks the sessions of
+ * `group_by: session` over whole days without reading `generations`. Only counts (the chosen
+ * sessions' figures are read from their generations).
+ */
+export interface UsageDailySessionsTable {
+  /** Unix ms of the UTC day's start. */
+  day: number;
+  /** The key's id, or '' for the admin key. */
+  key_id: string;
+  session: string;
+  requests: number;
+}
+/** The same counts by model (served, else requested) and provider ('' for none): ranks sessions under a model or provider filter. */
+export type UsageDailySessionModelsTable = UsageDailySessionsTable & { model: string; provider: string };
+/** The same counts per tag as well: ranks sessions under a tag filter. */
+export type UsageDailySessionTagsTable = UsageDailySessionModelsTable & { tag: string };
+
 /** One row per (generation, tag): the index behind filtering requests by tag. */
 export interface GenerationTagsTable {
   generation_id: string;
@@ -103,6 +133,11 @@ export interface Database {
   generations: GenerationsTable;
   usage_hourly: UsageHourlyTable;
   usage_hourly_tags: UsageHourlyTagsTable;
+  usage_daily: UsageDailyTable;
+  usage_daily_tags: UsageDailyTagsTable;
+  usage_daily_sessions: UsageDailySessionsTable;
+  usage_daily_session_models: UsageDailySessionModelsTable;
+  usage_daily_session_tags: UsageDailySessionTagsTable;
   generation_tags: GenerationTagsTable;
   migrations_applied: { name: string; applied_at: Generated<number> };
 }

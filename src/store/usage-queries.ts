@@ -1,7 +1,8 @@
 import { PostgresAdapter, sql, type Expression, type ExpressionBuilder, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import { picoToUsdString } from '../accounting/cost.js';
+import { GatewayError } from '../errors/gateway-error.js';
 import { LATENCY_BUCKETS_MS, type Database, type GenerationsTable } from './schema.js';
-import { latencyBucket } from './usage-rollup.js';
+import { latencyBucket, ROLLUP_TIME_COLUMN, type RollupTable } from './usage-rollup.js';
 
 export const HOUR_MS = 3_600_000;
 export const DAY_MS = 24 * HOUR_MS;
@@ -13,6 +14,14 @@ export type UsageGroupBy = (typeof USAGE_GROUPS)[number] | null;
 
 /** Sessions returned at most by `group_by: session` (the most requests first). */
 export const TOP_SESSIONS = 100;
+
+/**
+ * Longest range (days) per bucket size. Hour buckets are read from the hourly rollups row by row
+ * (whatever else is stored, an hour bucket needs its hours), so their range is capped where a
+ * query still answers in well under 100 ms at a million generations a month; day buckets read
+ * the daily rollups.
+ */
+export const USAGE_MAX_RANGE_DAYS: Record<UsageBucket, number> = { hour: 7, day: 400 };
 
 /** A usage query. Times are unix ms; see {@link queryUsage} for how they are aligned. */
 export interface UsageQuery {
@@ -121,6 +130,22 @@ class Acc {
     addHist(this.ttft, r.ttft_hist);
   }
 
+  /** Add another accumulator's sums (totals from the groups, without reading the histograms twice). */
+  addAcc(a: Acc): void {
+    this.requests += a.requests;
+    this.errors += a.errors;
+    this.cancelled += a.cancelled;
+    this.prompt_tokens += a.prompt_tokens;
+    this.completion_tokens += a.completion_tokens;
+    this.reasoning_tokens += a.reasoning_tokens;
+    this.cached_tokens += a.cached_tokens;
+    this.cost += a.cost;
+    for (let i = 0; i < this.latency.length; i++) {
+      this.latency[i]! += a.latency[i]!;
+      this.ttft[i]! += a.ttft[i]!;
+    }
+  }
+
   addGeneration(g: SessionRead): void {
     this.requests++;
     if (g.status === 'error') this.errors++;
@@ -212,17 +237,41 @@ function concatAgg(db: Kysely<Database>, col: 'latency_hist' | 'ttft_hist'): Raw
   return db.getExecutor().adapter instanceof PostgresAdapter ? sql<string>`string_agg(${sql.ref(col)}, '')` : sql<string>`group_concat(${sql.ref(col)}, '')`;
 }
 
+/** The part of one UTC day (starting at `day`) in a range: [from, to). */
+export interface PartialDay {
+  day: number;
+  from: number;
+  to: number;
+}
+
 /**
- * A rollup table in [from, to) with the query's filters, aggregated in the database by
- * bucket (hour, or UTC day: `hour - hour % 86400000`) and by the group column (if any).
- * `from`/`to` must already be aligned (see {@link queryUsage}).
+ * How a range is read: its whole UTC days from the daily tables, the partial days at its edges
+ * (at most two, under two days in all; `from`/`to` hour-aligned) from the hourly ones.
  */
-export function rollupQuery(db: Kysely<Database>, q: UsageQuery, table: 'usage_hourly' | 'usage_hourly_tags', groupCol: string | null, withTagFilter: boolean) {
-  const bucket = q.bucket === 'day' ? sql<number>`hour - (hour % ${sql.lit(DAY_MS)})` : sql<number>`hour`;
+export function splitByDay(from: number, to: number): { days: [number, number] | null; partial: PartialDay[] } {
+  const first = Math.ceil(from / DAY_MS) * DAY_MS;
+  const last = Math.floor(to / DAY_MS) * DAY_MS;
+  const partial: PartialDay[] = [];
+  if (first > last) return { days: null, partial: [{ day: last, from, to }] }; // inside one day
+  if (from < first) partial.push({ day: first - DAY_MS, from, to: first });
+  if (last < to) partial.push({ day: last, from: last, to });
+  return { days: first < last ? [first, last] : null, partial };
+}
+
+/**
+ * A rollup table in [q.from, q.to) with the query's filters, aggregated in the database by
+ * bucket (hour, or UTC day: `hour - hour % 86400000` in the hourly tables, `day` in the daily
+ * ones; none with `bucketed: false`) and by the group column (if any). The range must be aligned
+ * to the table's period (see {@link queryUsage} and {@link splitByDay}).
+ */
+export function rollupQuery(db: Kysely<Database>, q: UsageQuery, table: RollupTable, groupCol: string | null, withTagFilter: boolean, bucketed = true) {
+  const time = ROLLUP_TIME_COLUMN[table];
+  if (bucketed && time === 'day' && q.bucket === 'hour') throw new Error('hour buckets need the hourly rollups');
+  const bucket = !bucketed ? null : time === 'day' ? sql<number>`day` : q.bucket === 'day' ? sql<number>`hour - (hour % ${sql.lit(DAY_MS)})` : sql<number>`hour`;
   let qb = db
     .selectFrom(table as 'usage_hourly')
     .select((eb) => [
-      bucket.as('b'),
+      (bucket ?? sql<number>`0`).as('b'),
       (groupCol ? sql<string | null>`${sql.ref(groupCol)}` : sql<string | null>`null`).as('grp'),
       eb.fn.sum<number>('requests').as('requests'),
       eb.fn.sum<number>('errors').as('errors'),
@@ -236,18 +285,44 @@ export function rollupQuery(db: Kysely<Database>, q: UsageQuery, table: 'usage_h
       concatAgg(db, 'latency_hist').as('latency_hist'),
       concatAgg(db, 'ttft_hist').as('ttft_hist'),
     ])
-    .where('hour', '>=', q.from)
-    .where('hour', '<', q.to);
+    .where(sql.ref(time), '>=', q.from)
+    .where(sql.ref(time), '<', q.to);
   // The rollups count the admin key's requests under key_id ''.
   if (q.keyId !== undefined) qb = qb.where('key_id', '=', q.keyId ?? '');
   if (q.model !== undefined) qb = qb.where('model', '=', q.model);
   if (q.provider !== undefined) qb = qb.where('provider', '=', q.provider);
   if (withTagFilter && q.tag !== undefined) qb = qb.where(sql.ref('tag'), '=', q.tag);
-  return groupCol ? qb.groupBy([bucket, sql.ref(groupCol)]) : qb.groupBy(bucket);
+  const groupBy = [...(bucket ? [bucket] : []), ...(groupCol ? [sql.ref(groupCol)] : [])];
+  return groupBy.length > 0 ? qb.groupBy(groupBy) : qb;
 }
 
-async function readRollups(db: Kysely<Database>, q: UsageQuery, table: 'usage_hourly' | 'usage_hourly_tags', groupCol: string | null, withTagFilter: boolean): Promise<RollupRead[]> {
-  return (await rollupQuery(db, q, table, groupCol, withTagFilter).execute()) as RollupRead[];
+/**
+ * Read [q.from, q.to) from the rollups: with `daily`, whole days from the daily table and the
+ * partial days at the edges from the hourly one; otherwise every hour from the hourly table.
+ */
+async function readRollups(db: Kysely<Database>, q: UsageQuery, tagged: boolean, groupCol: string | null, withTagFilter: boolean, opts: { daily: boolean; bucketed: boolean }): Promise<RollupRead[]> {
+  const hourly: RollupTable = tagged ? 'usage_hourly_tags' : 'usage_hourly';
+  const parts: [RollupTable, number, number][] = [];
+  if (opts.daily) {
+    const { days, partial } = splitByDay(q.from, q.to);
+    if (days) parts.push([tagged ? 'usage_daily_tags' : 'usage_daily', ...days]);
+    for (const p of partial) parts.push([hourly, p.from, p.to]);
+  } else {
+    parts.push([hourly, q.from, q.to]);
+  }
+  const out: RollupRead[] = [];
+  for (const [table, from, to] of parts) {
+    const rows = (await rollupQuery(db, { ...q, from, to }, table, groupCol, withTagFilter, opts.bucketed).execute()) as RollupRead[];
+    for (const r of rows) if (Number(r.requests ?? 0) > 0) out.push(r);
+  }
+  return out;
+}
+
+/** The totals of [q.from, q.to): whole days from the daily rollups, the edges from the hourly ones. */
+async function readTotals(db: Kysely<Database>, q: UsageQuery, tagged: boolean, withTagFilter: boolean): Promise<Acc> {
+  const totals = new Acc();
+  for (const r of await readRollups(db, q, tagged, null, withTagFilter, { daily: true, bucketed: false })) totals.addRollup(r);
+  return totals;
 }
 
 const bucketStart = (ms: number, bucket: UsageBucket): number => {
@@ -255,21 +330,16 @@ const bucketStart = (ms: number, bucket: UsageBucket): number => {
   return Math.floor(ms / size) * size;
 };
 
-/** Ranges up to this long find the top sessions through the time index; longer ones through a session index. */
-const SESSION_RANGE_SCAN_MS = 2 * DAY_MS;
-
 /**
- * Generation filters of the session queries. `top` (finding the top sessions) writes each in a
- * form an index can serve: the model as in the rollups (served, else requested) as an OR over
- * the two model indexes, the tag as a list from generation_tags; with `timeIndexed: false` the
- * time bounds are written so that no index serves them (`created_at + 0`), which steers the
- * planner to a session index. `details` (the rows of the chosen sessions) writes them so that
- * none can serve, leaving the (session, created_at) index to drive.
+ * Generation filters of the session queries. `top` (counting the sessions of a partial day)
+ * writes each in a form an index can serve: the model as in the rollups (served, else
+ * requested) as an OR over the two model indexes, the tag as a list from generation_tags.
+ * `details` (the rows of the chosen sessions) writes them so that none can serve, leaving the
+ * (session, created_at) index to drive.
  */
-function sessionFilters(q: UsageQuery, mode: 'top' | 'details', timeIndexed = true) {
+function sessionFilters(q: UsageQuery, mode: 'top' | 'details') {
   return (eb: ExpressionBuilder<Database, 'generations'>): Expression<SqlBool> => {
-    const created = timeIndexed ? eb.ref('created_at') : sql<number>`${sql.ref('created_at')} + 0`;
-    const conds: Expression<SqlBool>[] = [eb(created, '>=', q.from), eb(created, '<', q.to)];
+    const conds: Expression<SqlBool>[] = [eb('created_at', '>=', q.from), eb('created_at', '<', q.to)];
     const top = mode === 'top';
     if (q.keyId !== undefined) {
       if (top) conds.push(q.keyId === null ? eb('key_id', 'is', null) : eb('key_id', '=', q.keyId));
@@ -279,7 +349,11 @@ function sessionFilters(q: UsageQuery, mode: 'top' | 'details', timeIndexed = tr
       if (top) conds.push(eb.or([eb('served_model', '=', q.model), eb.and([eb('served_model', 'is', null), eb('requested_model', '=', q.model)])]));
       else conds.push(eb(eb.fn.coalesce('served_model', 'requested_model'), '=', q.model));
     }
-    if (q.provider !== undefined) conds.push(top ? eb('provider', '=', q.provider) : eb(eb.fn.coalesce('provider', sql.lit('')), '=', q.provider));
+    if (q.provider !== undefined) {
+      // As in the rollups, provider '' is a generation no provider answered.
+      if (top) conds.push(q.provider === '' ? eb('provider', 'is', null) : eb('provider', '=', q.provider));
+      else conds.push(eb(eb.fn.coalesce('provider', sql.lit('')), '=', q.provider));
+    }
     if (q.tag !== undefined) {
       const tagged = eb.selectFrom('generation_tags').where('generation_tags.tag', '=', q.tag);
       conds.push(
@@ -293,22 +367,64 @@ function sessionFilters(q: UsageQuery, mode: 'top' | 'details', timeIndexed = tr
 }
 
 /**
- * The query finding the top sessions by requests in the range. With a key filter it reads the
- * covering index (key_id, session, created_at); with a model, provider or tag filter, the
- * matching rows of the range through that filter's index; with no filter, short ranges read the
- * time index and longer ones the (session, created_at) index, covering and already grouped.
+ * The session-count table that can answer a query's filters: per (day, key, session) without a
+ * model, provider or tag filter; by model and provider with one; per tag as well with a tag.
+ */
+export function sessionCountTable(q: UsageQuery): 'usage_daily_sessions' | 'usage_daily_session_models' | 'usage_daily_session_tags' {
+  if (q.tag !== undefined) return 'usage_daily_session_tags';
+  if (q.model !== undefined || q.provider !== undefined) return 'usage_daily_session_models';
+  return 'usage_daily_sessions';
+}
+
+/**
+ * The query finding the top sessions by requests in the range, in one statement (one snapshot):
+ * the whole days from the daily session counts ({@link sessionCountTable}, read by day range);
+ * each partial day at an edge from the same counts when nothing was recorded in the rest of that
+ * day (the usual last day of a range ending now), else from `generations` through the time index
+ * or the filter's index; the counts added per session. Exact: the counts are keyed by every usage
+ * filter.
  */
 export function topSessionsQuery(db: Kysely<Database>, q: UsageQuery) {
-  const filtered = q.keyId !== undefined || q.model !== undefined || q.provider !== undefined || q.tag !== undefined;
-  const timeIndexed = filtered || q.to - q.from <= SESSION_RANGE_SCAN_MS;
+  const { days, partial } = splitByDay(q.from, q.to);
+  const counts = (from: number, to: number) => {
+    let c = db
+      .selectFrom(sessionCountTable(q) as 'usage_daily_session_tags')
+      .select([sql<string>`session`.as('session'), sql<number>`requests`.as('n')])
+      .where('day', '>=', from)
+      .where('day', '<', to);
+    if (q.keyId !== undefined) c = c.where('key_id', '=', q.keyId ?? '');
+    if (q.model !== undefined) c = c.where('model', '=', q.model);
+    if (q.provider !== undefined) c = c.where('provider', '=', q.provider);
+    if (q.tag !== undefined) c = c.where('tag', '=', q.tag);
+    return c;
+  };
+  const parts = [];
+  if (days) parts.push(counts(days[0], days[1]));
+  for (const p of partial) {
+    // Anything recorded in the rest of the partial day (before `from` or from `to` on)?
+    const rest = [
+      [p.day, p.from],
+      [p.to, p.day + DAY_MS],
+    ].filter(([a, b]) => a! < b!);
+    const busy = (eb: ExpressionBuilder<Database, 'generations' | 'usage_daily_session_tags'>) =>
+      eb.or(rest.map(([a, b]) => eb.exists(db.selectFrom('generations as r').select(sql<number>`1`.as('one')).where('r.created_at', '>=', a!).where('r.created_at', '<', b!))));
+    parts.push(counts(p.day, p.day + DAY_MS).where((eb) => eb.not(busy(eb))));
+    parts.push(
+      db
+        .selectFrom('generations')
+        .select([sql<string>`session`.as('session'), sql<number>`1`.as('n')])
+        .where('session', 'is not', null)
+        .where(sessionFilters({ ...q, from: p.from, to: p.to }, 'top'))
+        .where((eb) => busy(eb)),
+    );
+  }
+  const all = parts.slice(1).reduce((u, p) => u.unionAll(p as never), parts[0]!);
   return db
-    .selectFrom('generations')
-    .select(['session', (eb) => eb.fn.countAll<number | string>().as('n')])
-    .where('session', 'is not', null)
-    .where(sessionFilters(q, 'top', timeIndexed))
-    .groupBy('session')
+    .selectFrom(all.as('u'))
+    .select(['u.session', (eb) => eb.fn.sum<number | string>('u.n').as('n')])
+    .groupBy('u.session')
     .orderBy('n', 'desc')
-    .orderBy('session')
+    .orderBy('u.session')
     .limit(TOP_SESSIONS);
 }
 
@@ -322,14 +438,14 @@ export function sessionRowsQuery(db: Kysely<Database>, q: UsageQuery, sessions: 
     .where(sessionFilters(q, 'details'));
 }
 
-/** `group_by: session`: the top sessions by requests in the range, from `generations`. */
+/** `group_by: session`: the top sessions by requests in the range, their figures from `generations`. */
 async function sessionRows(db: Kysely<Database>, q: UsageQuery): Promise<Acc[]> {
   const top = await topSessionsQuery(db, q).execute();
   if (top.length === 0) return [];
   const rows = (await sessionRowsQuery(
     db,
     q,
-    top.map((t) => t.session!),
+    top.map((t) => t.session),
   ).execute()) as SessionRead[];
   const groups = new Map<string, Acc>();
   for (const r of rows) {
@@ -343,41 +459,51 @@ async function sessionRows(db: Kysely<Database>, q: UsageQuery): Promise<Acc[]> 
 }
 
 /**
- * Usage aggregates from the hourly rollups (never a scan of `generations`, except the bounded
- * top-sessions read of `group_by: session`).
+ * Usage aggregates from the rollups (never a scan of `generations`: `group_by: session` reads
+ * the daily session counts, the partial days at the edges through an index, and the chosen
+ * sessions' rows).
  *
  * `from` is rounded down to the start of its bucket (hour, or UTC day) and `to` up to the next
- * hour, because rollups are hourly; the response carries the range actually counted. Buckets
- * with no traffic are absent. `totals` counts every generation that matches the filters once
- * (with `group_by: tag` a generation with two tags is in two groups but once in the totals;
- * with `group_by: session` the totals include generations outside the top sessions).
+ * hour, because rollups are hourly; the response carries the range actually counted. Day
+ * buckets, and the totals of any query, read whole days from the daily rollups and the partial
+ * days at the edges from the hourly ones; hour buckets read the hourly rollups. Buckets with no
+ * traffic are absent. `totals` counts every generation that matches the filters once (with
+ * `group_by: tag` a generation with two tags is in two groups but once in the totals; with
+ * `group_by: session` the totals include generations outside the top sessions).
+ * @throws GatewayError invalid_request (param `from`) for a range longer than {@link USAGE_MAX_RANGE_DAYS}.
  */
 export async function queryUsage(db: Kysely<Database>, query: UsageQuery): Promise<UsageResult> {
+  const maxDays = USAGE_MAX_RANGE_DAYS[query.bucket];
+  if (query.to - query.from > maxDays * DAY_MS) {
+    const hint = query.bucket === 'hour' ? `; use bucket=day for longer ranges (up to ${USAGE_MAX_RANGE_DAYS.day} days)` : '';
+    throw new GatewayError('invalid_request', `from: the range is longer than ${maxDays} days, the most for bucket=${query.bucket}${hint}`, { param: 'from' });
+  }
   const q: UsageQuery = { ...query, from: bucketStart(query.from, query.bucket), to: Math.ceil(query.to / HOUR_MS) * HOUR_MS };
-  const tagTable = q.tag !== undefined || q.groupBy === 'tag';
-  const table = tagTable ? 'usage_hourly_tags' : 'usage_hourly';
+  const tagged = q.tag !== undefined || q.groupBy === 'tag';
   let groups: Acc[];
-  let totals = new Acc();
+  let totals: Acc;
   if (q.groupBy === 'session') {
     groups = await sessionRows(db, q);
-    for (const r of await readRollups(db, q, table, null, true)) totals.addRollup(r);
+    totals = await readTotals(db, q, tagged, true);
   } else {
     const groupCol = q.groupBy === null ? null : GROUP_COLUMN[q.groupBy];
     const map = new Map<string, Acc>();
-    for (const r of await readRollups(db, q, table, groupCol, true)) {
+    for (const r of await readRollups(db, q, tagged, groupCol, true, { daily: q.bucket === 'day', bucketed: true })) {
       const b = Number(r.b);
       const g = r.grp === '' ? null : r.grp;
       const id = `${b}\u0000${g ?? ''}`;
       let a = map.get(id);
       if (!a) map.set(id, (a = new Acc(b, g)));
       a.addRollup(r);
-      totals.addRollup(r);
     }
     groups = [...map.values()];
     if (q.groupBy === 'tag' && q.tag === undefined) {
       // Counted once per generation, not once per tag.
+      totals = await readTotals(db, q, false, false);
+    } else {
+      // Every rollup row read is in exactly one group.
       totals = new Acc();
-      for (const r of await readRollups(db, q, 'usage_hourly', null, false)) totals.addRollup(r);
+      for (const a of groups) totals.addAcc(a);
     }
   }
   groups.sort((a, b) => a.bucket - b.bucket || (a.group === b.group ? 0 : a.group === null ? -1 : b.group === null ? 1 : a.group < b.group ? -1 : 1));

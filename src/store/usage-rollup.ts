@@ -8,9 +8,16 @@ export function latencyBucket(ms: number): number {
 }
 
 const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
 
-interface Acc {
-  hour: number;
+/** The rollup tables with latency histograms, and the column holding each one's period start. */
+export type RollupTable = 'usage_hourly' | 'usage_hourly_tags' | 'usage_daily' | 'usage_daily_tags';
+export const ROLLUP_TIME_COLUMN = { usage_hourly: 'hour', usage_hourly_tags: 'hour', usage_daily: 'day', usage_daily_tags: 'day' } as const satisfies Record<RollupTable, string>;
+
+/** Running sums of one rollup row (a period, key, tag, model and provider). */
+interface RollupAcc {
+  /** Start of the period (hour or UTC day), unix ms. */
+  time: number;
   key_id: string;
   tag?: string;
   model: string;
@@ -31,15 +38,14 @@ function emptyHist(): number[] {
   return new Array<number>(LATENCY_BUCKETS_MS.length + 1).fill(0);
 }
 
-function accumulate(map: Map<string, Acc>, row: GenerationsTable, tag?: string): void {
-  const hour = Math.floor(Number(row.created_at) / HOUR) * HOUR;
-  const model = row.served_model ?? row.requested_model;
-  const provider = row.provider ?? '';
-  const keyId = row.key_id ?? '';
-  const id = `${hour}|${keyId}|${tag ?? ''}|${model}|${provider}`;
+/** A field of a group's map key, length-prefixed so that no two groups share a key whatever the strings hold. */
+const field = (s: string): string => `${s.length}:${s}|`;
+
+/** Add one generation (its latency buckets and cost already computed) to the group `id`, made on first use. */
+function accumulate(map: Map<string, RollupAcc>, id: string, time: number, keyId: string, tag: string | undefined, model: string, provider: string, row: GenerationsTable, cost: bigint, latency: number, ttft: number): void {
   let a = map.get(id);
   if (!a) {
-    a = { hour, key_id: keyId, model, provider, requests: 0, errors: 0, cancelled: 0, prompt_tokens: 0, completion_tokens: 0, reasoning_tokens: 0, cached_tokens: 0, cost_pico: 0n, latency: emptyHist(), ttft: emptyHist() };
+    a = { time, key_id: keyId, model, provider, requests: 0, errors: 0, cancelled: 0, prompt_tokens: 0, completion_tokens: 0, reasoning_tokens: 0, cached_tokens: 0, cost_pico: 0n, latency: emptyHist(), ttft: emptyHist() };
     if (tag !== undefined) a.tag = tag;
     map.set(id, a);
   }
@@ -50,9 +56,36 @@ function accumulate(map: Map<string, Acc>, row: GenerationsTable, tag?: string):
   a.completion_tokens += row.completion_tokens ?? 0;
   a.reasoning_tokens += row.reasoning_tokens ?? 0;
   a.cached_tokens += row.cached_tokens ?? 0;
-  a.cost_pico += BigInt(row.cost_pico);
-  a.latency[latencyBucket(row.latency_ms)]!++;
-  if (row.ttft_ms !== null) a.ttft[latencyBucket(row.ttft_ms)]!++;
+  a.cost_pico += cost;
+  a.latency[latency]!++;
+  if (ttft >= 0) a.ttft[ttft]!++;
+}
+
+/** The daily groups of a batch: its hourly groups added up by UTC day. */
+function byDay(hourly: Map<string, RollupAcc>): Map<string, RollupAcc> {
+  const days = new Map<string, RollupAcc>();
+  for (const h of hourly.values()) {
+    const day = Math.floor(h.time / DAY) * DAY;
+    const id = `${day}|${field(h.key_id)}${h.tag === undefined ? '' : field(h.tag)}${field(h.model)}${field(h.provider)}`;
+    const d = days.get(id);
+    if (!d) {
+      days.set(id, { ...h, time: day, latency: [...h.latency], ttft: [...h.ttft] });
+      continue;
+    }
+    d.requests += h.requests;
+    d.errors += h.errors;
+    d.cancelled += h.cancelled;
+    d.prompt_tokens += h.prompt_tokens;
+    d.completion_tokens += h.completion_tokens;
+    d.reasoning_tokens += h.reasoning_tokens;
+    d.cached_tokens += h.cached_tokens;
+    d.cost_pico += h.cost_pico;
+    for (let i = 0; i < d.latency.length; i++) {
+      d.latency[i]! += h.latency[i]!;
+      d.ttft[i]! += h.ttft[i]!;
+    }
+  }
+  return days;
 }
 
 /** Add two JSON histograms (SQLite/PostgreSQL-neutral: merged in JS after a read). */
@@ -61,21 +94,39 @@ function mergeHist(a: string, b: number[]): string {
   return JSON.stringify(b.map((v, i) => v + (x[i] ?? 0)));
 }
 
-async function upsert(trx: Transaction<Database>, table: 'usage_hourly' | 'usage_hourly_tags', a: Acc): Promise<void> {
-  let q = trx.selectFrom(table).select(['latency_hist', 'ttft_hist']).where('hour', '=', a.hour).where('key_id', '=', a.key_id).where('model', '=', a.model).where('provider', '=', a.provider);
-  if (table === 'usage_hourly_tags') q = q.where(sql.ref('tag'), '=', a.tag!);
-  const existing = await q.executeTakeFirst();
-  const values = {
-    hour: a.hour, key_id: a.key_id, model: a.model, provider: a.provider, requests: a.requests, errors: a.errors, cancelled: a.cancelled,
-    prompt_tokens: a.prompt_tokens, completion_tokens: a.completion_tokens, reasoning_tokens: a.reasoning_tokens, cached_tokens: a.cached_tokens,
-    cost_pico: a.cost_pico, latency_hist: JSON.stringify(a.latency), ttft_hist: JSON.stringify(a.ttft),
+/** The column values of a new rollup row. */
+function rollupValues(table: RollupTable, a: RollupAcc): Record<string, unknown> {
+  return {
+    [ROLLUP_TIME_COLUMN[table]]: a.time,
+    key_id: a.key_id,
+    ...(a.tag !== undefined ? { tag: a.tag } : {}),
+    model: a.model,
+    provider: a.provider,
+    requests: a.requests,
+    errors: a.errors,
+    cancelled: a.cancelled,
+    prompt_tokens: a.prompt_tokens,
+    completion_tokens: a.completion_tokens,
+    reasoning_tokens: a.reasoning_tokens,
+    cached_tokens: a.cached_tokens,
+    cost_pico: a.cost_pico,
+    latency_hist: JSON.stringify(a.latency),
+    ttft_hist: JSON.stringify(a.ttft),
   };
+}
+
+async function upsert(trx: Transaction<Database>, table: RollupTable, a: RollupAcc): Promise<void> {
+  const time = sql.ref(ROLLUP_TIME_COLUMN[table]);
+  const tagged = table === 'usage_hourly_tags' || table === 'usage_daily_tags';
+  let q = trx.selectFrom(table as 'usage_hourly').select(['latency_hist', 'ttft_hist']).where(time, '=', a.time).where('key_id', '=', a.key_id).where('model', '=', a.model).where('provider', '=', a.provider);
+  if (tagged) q = q.where(sql.ref('tag'), '=', a.tag!);
+  const existing = await q.executeTakeFirst();
   if (!existing) {
-    await trx.insertInto(table).values((table === 'usage_hourly_tags' ? { ...values, tag: a.tag! } : values) as never).execute();
+    await trx.insertInto(table).values(rollupValues(table, a) as never).execute();
     return;
   }
   let u = trx
-    .updateTable(table)
+    .updateTable(table as 'usage_hourly')
     .set((eb) => ({
       requests: eb('requests', '+', a.requests),
       errors: eb('errors', '+', a.errors),
@@ -88,31 +139,90 @@ async function upsert(trx: Transaction<Database>, table: 'usage_hourly' | 'usage
       latency_hist: mergeHist(existing.latency_hist, a.latency),
       ttft_hist: mergeHist(existing.ttft_hist, a.ttft),
     }))
-    .where('hour', '=', a.hour)
+    .where(time, '=', a.time)
     .where('key_id', '=', a.key_id)
     .where('model', '=', a.model)
     .where('provider', '=', a.provider);
-  if (table === 'usage_hourly_tags') u = u.where(sql.ref('tag'), '=', a.tag!);
+  if (tagged) u = u.where(sql.ref('tag'), '=', a.tag!);
   await u.execute();
 }
 
+/** The session-count tables and their keys (every column but `requests`). */
+type SessionCountTable = 'usage_daily_sessions' | 'usage_daily_session_models' | 'usage_daily_session_tags';
+const SESSION_COUNT_KEYS = {
+  usage_daily_sessions: ['day', 'key_id', 'session'],
+  usage_daily_session_models: ['day', 'key_id', 'session', 'model', 'provider'],
+  usage_daily_session_tags: ['day', 'key_id', 'tag', 'session', 'model', 'provider'],
+} as const satisfies Record<SessionCountTable, readonly string[]>;
+
+type SessionCount = Record<string, string | number> & { requests: number };
+
+/** Count one generation in the group `id` of a session-count table, made from `values` on first use. */
+function countSession(map: Map<string, SessionCount>, id: string, values: () => SessionCount): void {
+  const c = map.get(id);
+  if (c) c.requests++;
+  else map.set(id, values());
+}
+
+/** Add counts to a session-count table: one multi-row upsert (`ON CONFLICT … DO UPDATE`) per 100 rows. */
+async function addSessionCounts(trx: Transaction<Database>, table: SessionCountTable, counts: Iterable<SessionCount>): Promise<void> {
+  const rows = [...counts];
+  for (let i = 0; i < rows.length; i += 100) {
+    await trx
+      .insertInto(table)
+      .values(rows.slice(i, i + 100) as never)
+      .onConflict((oc) => oc.columns(SESSION_COUNT_KEYS[table] as never).doUpdateSet({ requests: sql`${sql.ref(`${table}.requests`)} + ${sql.ref('excluded.requests')}` } as never))
+      .execute();
+  }
+}
+
 /**
- * Count a batch of generation rows into the hourly rollups and the tag index, inside the
- * writer's transaction. Rows are grouped first, so a batch costs one upsert per group.
+ * Count a batch of generation rows into the rollups, inside the writer's transaction: hourly and
+ * daily (plain and per tag), the tag index, and the daily session counts. Rows are grouped
+ * first, so a batch costs one upsert per group (one statement per 100 groups for the session
+ * counts, which carry no histograms).
  */
 export async function applyRollups(trx: Transaction<Database>, rows: readonly GenerationsTable[]): Promise<void> {
-  const plain = new Map<string, Acc>();
-  const tagged = new Map<string, Acc>();
+  const t0 = performance.now();
+  const hourly = new Map<string, RollupAcc>();
+  const hourlyTags = new Map<string, RollupAcc>();
+  const sessions: Record<SessionCountTable, Map<string, SessionCount>> = { usage_daily_sessions: new Map(), usage_daily_session_models: new Map(), usage_daily_session_tags: new Map() };
   const tagRows: Database['generation_tags'][] = [];
   for (const row of rows) {
-    accumulate(plain, row);
-    const tags = JSON.parse(row.tags) as string[];
-    for (const tag of new Set(tags)) {
-      accumulate(tagged, row, tag);
+    const created = Number(row.created_at);
+    const hour = Math.floor(created / HOUR) * HOUR;
+    const model = row.served_model ?? row.requested_model;
+    const provider = row.provider ?? '';
+    const keyId = row.key_id ?? '';
+    const cost = BigInt(row.cost_pico);
+    const latency = latencyBucket(row.latency_ms);
+    const ttft = row.ttft_ms === null ? -1 : latencyBucket(row.ttft_ms);
+    const dims = `${field(model)}${field(provider)}`;
+    accumulate(hourly, `${hour}|${field(keyId)}${dims}`, hour, keyId, undefined, model, provider, row, cost, latency, ttft);
+    const tags = [...new Set(JSON.parse(row.tags) as string[])];
+    for (const tag of tags) {
+      accumulate(hourlyTags, `${hour}|${field(keyId)}${field(tag)}${dims}`, hour, keyId, tag, model, provider, row, cost, latency, ttft);
       tagRows.push({ generation_id: row.id, tag, created_at: row.created_at, key_id: row.key_id });
     }
+    const session = row.session;
+    if (session !== null) {
+      const day = Math.floor(created / DAY) * DAY;
+      const id = `${day}|${field(keyId)}${field(session)}`;
+      countSession(sessions.usage_daily_sessions, id, () => ({ day, key_id: keyId, session, requests: 1 }));
+      countSession(sessions.usage_daily_session_models, `${id}${dims}`, () => ({ day, key_id: keyId, session, model, provider, requests: 1 }));
+      for (const tag of tags) countSession(sessions.usage_daily_session_tags, `${id}${dims}${field(tag)}`, () => ({ day, key_id: keyId, tag, session, model, provider, requests: 1 }));
+    }
   }
-  for (const a of plain.values()) await upsert(trx, 'usage_hourly', a);
-  for (const a of tagged.values()) await upsert(trx, 'usage_hourly_tags', a);
+  const groups: Record<RollupTable, Map<string, RollupAcc>> = { usage_hourly: hourly, usage_hourly_tags: hourlyTags, usage_daily: byDay(hourly), usage_daily_tags: byDay(hourlyTags) };
+  const P = ((globalThis as Record<string, unknown>).__prof ??= {}) as Record<string, number>;
+  let t = performance.now();
+  const lap = (k: string) => { const n = performance.now(); P[k] = (P[k] ?? 0) + n - t; t = n; };
+  t = t0; lap('js');
+  for (const table of Object.keys(groups) as RollupTable[]) {
+    for (const a of groups[table].values()) await upsert(trx, table, a);
+    lap(table);
+  }
+  for (const table of Object.keys(sessions) as SessionCountTable[]) { await addSessionCounts(trx, table, sessions[table].values()); lap(table); }
   for (let i = 0; i < tagRows.length; i += 100) await trx.insertInto('generation_tags').values(tagRows.slice(i, i + 100)).execute();
+  lap('generation_tags');
 }

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 /**
  * The engine process of a `local` provider endpoint, forked by engine-supervisor.ts. It is the
  * only place that loads node-llama-cpp: it resolves the model source (downloading an `hf:` URI
@@ -76,7 +77,9 @@ async function main(): Promise<void> {
   const context = await model.createContext({
     sequences: config.parallelSequences,
     contextSize: trainContextSize > 0 ? Math.min(config.contextSize, trainContextSize) : config.contextSize,
-    ...(config.threads > 0 ? { threads: config.threads } : {}),
+    // 0 = leave one core to the gateway and the rest of the machine: llama.cpp's own default
+    // (every core) spins badly when the cores are shared.
+    threads: config.threads > 0 ? config.threads : Math.max(1, availableParallelism() - 1),
   });
   const chatWrapper = lib.resolveChatWrapper(model) ?? new lib.GeneralChatWrapper();
   const slots: Slot[] = [];

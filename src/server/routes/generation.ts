@@ -8,7 +8,7 @@ import type { ApiKey } from '../../store/keys.js';
 
 /** The public shape of a generation record (`GET /v1/generation`), OpenRouter's field names where they exist. */
 export function generationObject(row: GenerationsTable) {
-  const detail = JSON.parse(row.detail) as { attempts: unknown[]; dropped_parameters: string[] };
+  const detail = JSON.parse(row.detail) as { attempts: unknown[]; dropped_parameters: string[]; warnings?: string[]; routing_reason?: string | null };
   return {
     id: row.id,
     request_id: row.request_id,
@@ -41,7 +41,9 @@ export function generationObject(row: GenerationsTable) {
     session_id: row.session,
     retention: row.retention === 'none' ? 'none' : Number(row.retention),
     provider_responses: detail.attempts,
+    routing_reason: detail.routing_reason ?? null,
     dropped_parameters: detail.dropped_parameters,
+    warnings: detail.warnings ?? [],
     content: row.content === null ? null : (JSON.parse(row.content) as unknown),
   };
 }

@@ -12,7 +12,10 @@ import { createKey, deleteKey, getKey, listKeys, updateKey, type ApiKey } from '
 import type { Database } from '../../store/schema.js';
 import type { KeyResolver } from '../auth.js';
 
-const usd = z.union([z.number().min(0), z.string().regex(/^\d+(\.\d{1,6})?$/, 'must be a non-negative decimal with at most 6 decimals')]);
+const usd = z.union([
+  z.number().min(0).max(1e12).refine((n) => Number(n.toFixed(6)) === n, 'must have at most 6 decimals'),
+  z.string().regex(/^\d{1,12}(\.\d{1,6})?$/, 'must be a non-negative decimal with at most 6 decimals'),
+]);
 const toUsdString = (v: number | string): string => (typeof v === 'number' ? picoToUsdString(usdToPico(v)) : v);
 
 const rateLimit = z
