@@ -167,10 +167,10 @@ function countSession(map: Map<string, SessionCount>, id: string, values: () => 
 /** Add counts to a session-count table: one multi-row upsert (`ON CONFLICT … DO UPDATE`) per 100 rows. */
 async function addSessionCounts(trx: Transaction<Database>, table: SessionCountTable, counts: Iterable<SessionCount>): Promise<void> {
   const rows = [...counts];
-  for (let i = 0; i < rows.length; i += 100) {
+  for (let i = 0; i < rows.length; i += 500) {
     await trx
       .insertInto(table)
-      .values(rows.slice(i, i + 100) as never)
+      .values(rows.slice(i, i + 500) as never)
       .onConflict((oc) => oc.columns(SESSION_COUNT_KEYS[table] as never).doUpdateSet({ requests: sql`${sql.ref(`${table}.requests`)} + ${sql.ref('excluded.requests')}` } as never))
       .execute();
   }
