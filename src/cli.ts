@@ -93,8 +93,9 @@ async function serve(flag: string | undefined): Promise<void> {
     const drainMs = gateway.runtime().config.server.drain_timeout_ms;
     log.info({ signal, drainMs }, 'draining: no new requests; waiting for in-flight ones');
     const timer = setTimeout(() => {
-      log.warn('drain timeout reached; closing remaining connections');
-      gateway.app.server.closeAllConnections();
+      log.warn({ inFlight: gateway.runtime().inFlight }, 'drain timeout reached: ending the remaining streams with an error chunk, then closing connections');
+      gateway.runtime().shutdown.abort();
+      setTimeout(() => gateway.app.server.closeAllConnections(), 500).unref();
     }, drainMs);
     timer.unref();
     try {

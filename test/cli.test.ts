@@ -153,6 +153,39 @@ describe('opinference CLI', { skip }, () => {
     }
   });
 
+  test('SIGTERM: a stream longer than the drain time ends with a gateway_shutting_down chunk, not silence', async () => {
+    const file = join(dir, 'drain.yaml');
+    writeFileSync(file, `server: { drain_timeout_ms: 400 }\nproviders:\n  - id: up\n    kind: openai\n    base_url: ${upstream.url}\nmodels:\n  - id: test/model\n    context_length: 8192\n    endpoints:\n      - provider: up\n        upstream_model: m\n`);
+    const port = await freePort();
+    const child = spawn(process.execPath, [CLI, 'serve'], { env: { ...env, OP_CONFIG: file, OP_PORT: String(port), OP_HOST: '127.0.0.1', OP_ADMIN_KEY: 'adm' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let logs = '';
+    child.stdout!.on('data', (d) => (logs += d));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      for (let i = 0; i < 100 && !/Server listening/.test(logs); i++) await new Promise((r) => setTimeout(r, 50));
+      upstream.enqueue({ sse: ['one ', 'two ', 'three ', 'four '].map(chunk), delayMs: 300 });
+      const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, { method: 'POST', headers: { authorization: 'Bearer adm', 'content-type': 'application/json' }, body: JSON.stringify({ model: 'test/model', stream: true, messages: [{ role: 'user', content: 'x' }] }) });
+      const reader = res.body!.getReader();
+      let text = '';
+      const first = await reader.read();
+      text += Buffer.from(first.value!).toString();
+      child.kill('SIGTERM');
+      for (;;) {
+        const r = await reader.read();
+        if (r.done) break;
+        text += Buffer.from(r.value).toString();
+      }
+      const events = text.split('\n\n').filter((e) => e.startsWith('data: '));
+      assert.equal(events.at(-1), 'data: [DONE]');
+      const last = JSON.parse(events.at(-2)!.slice(6)) as { error: { code: string }; choices: { finish_reason: string }[] };
+      assert.equal(last.error.code, 'gateway_shutting_down');
+      assert.equal(last.choices[0]!.finish_reason, 'error');
+      assert.equal(await exited, 0);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  });
+
   test('a bad config is refused at start with its path in the message', async () => {
     writeFileSync(join(dir, 'bad.yaml'), 'providers:\n  - id: up\n    kind: openai\n    base_url: http://x\n    timeout: 5\n');
     await assert.rejects(run(process.execPath, [CLI, 'config', 'check'], { env: { ...env, OP_CONFIG: join(dir, 'bad.yaml') } }), (e: { code?: number; stderr?: string }) => {

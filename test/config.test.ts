@@ -80,6 +80,13 @@ test('config: a missing default file gives the empty catalog; a missing named fi
   assert.deepEqual(issuesOf(() => loadConfig(join(dir, 'nope.yaml'), { required: true })), ['(file): not found']);
 });
 
+test('config: an empty file is refused (a truncated save must not wipe the catalog)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'op-cfg-'));
+  const file = join(dir, 'empty.yaml');
+  writeFileSync(file, '  \n');
+  assert.deepEqual(issuesOf(() => loadConfig(file)), ['(file): the file is empty (a truncated save?); to run with no models, remove the file']);
+});
+
 test('config: YAML syntax errors and the example config', () => {
   const dir = mkdtempSync(join(tmpdir(), 'op-cfg-'));
   const file = join(dir, 'c.yaml');

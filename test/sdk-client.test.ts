@@ -219,6 +219,16 @@ describe('a gateway with no config', () => {
       const body = (await res.json()) as Json;
       assert.equal(res.status, 503);
       assert.equal(body.error.code, 'no_providers_configured');
+      assert.equal(res.headers.get('x-should-retry'), 'false'); // terminal: the SDK must not retry the 503
+      assert.match(res.headers.get('x-op-generation-id') ?? '', /^gen_/);
+      const put = await fetch(`${gw.baseURL}/chat/completions`, { method: 'PUT', headers: { authorization: `Bearer ${gw.adminKey}` } });
+      assert.equal(put.status, 405);
+      assert.equal(((await put.json()) as Json).error.code, 'method_not_allowed');
+      const badUrl = await fetch(`${gw.baseURL}/models/%E0%A4%A`, { headers: { authorization: `Bearer ${gw.adminKey}` } });
+      const badBody = (await badUrl.json()) as Json;
+      assert.equal(badUrl.status, 400);
+      assert.equal(badBody.error.code, 'invalid_request');
+      assert.equal(badBody.error.request_id, badUrl.headers.get('x-request-id'));
       assert.match(body.error.message, /add a provider and a model to the config file/);
     } finally {
       await gw.close();

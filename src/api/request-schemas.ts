@@ -140,7 +140,7 @@ const op = z
   })
   .strict();
 
-const tokens = nullable(z.number().int().min(1));
+const tokens = nullable(z.number().int().min(1).max(100_000_000, 'must be at most 100000000'));
 
 const common = {
   model: z.string({ required_error: 'is required' }).min(1, 'is required'),
@@ -153,7 +153,7 @@ const common = {
   presence_penalty: nullable(z.number().min(-2).max(2)),
   frequency_penalty: nullable(z.number().min(-2).max(2)),
   logit_bias: nullable(z.record(z.number().int().min(-100).max(100))),
-  seed: nullable(z.number().int()),
+  seed: nullable(z.number().int().refine(Number.isSafeInteger, 'must be a safe integer (|seed| ≤ 2^53 - 1)')),
   user: z.string().max(256).optional(),
   models: z.array(z.string().min(1)).max(16).optional(),
   provider: provider.optional(),

@@ -133,6 +133,9 @@ export function loadConfig(path: string, options: { required?: boolean; env?: No
     return { config: parseConfig({}, '(defaults)', options.env), source: null };
   }
   const text = readFileSync(path, 'utf8');
+  if (text.trim() === '') {
+    throw new ConfigError(path, ['(file): the file is empty (a truncated save?); to run with no models, remove the file']);
+  }
   const doc = parseDocument(text, { prettyErrors: true });
   if (doc.errors.length > 0) {
     throw new ConfigError(path, doc.errors.map((e) => `(yaml): ${e.message.split('\n')[0]}`));

@@ -179,7 +179,12 @@ export async function runGeneration(rt: GatewayRuntime, input: GenerationInput, 
         if (draft.errorCode && draft.errorCode !== 'reasoning_exhausted_output_limit' && draft.errorCode !== 'client_closed_request') {
           rt.health.recordFailure(target.id, { latencyMs: latency, rateLimited: draft.errorCode === 'upstream_rate_limited' });
         } else {
-          rt.health.recordSuccess(target.id, { latencyMs: latency, ttftMs: draft.ttftMs === null ? null : draft.ttftMs - Math.round(started - draft.startedAt), outputTokens: draft.usage?.completionTokens ?? null });
+          // Time to first token and throughput mean something only for streams.
+          rt.health.recordSuccess(target.id, {
+            latencyMs: latency,
+            ttftMs: stream && draft.ttftMs !== null ? draft.ttftMs - Math.round(started - draft.startedAt) : null,
+            outputTokens: stream ? (draft.usage?.completionTokens ?? null) : null,
+          });
         }
         return;
       } catch (thrown) {
@@ -226,6 +231,7 @@ export async function runGeneration(rt: GatewayRuntime, input: GenerationInput, 
       } else if (!state.headersSent) {
         draft.httpStatus = err.status;
         for (const [k, v] of Object.entries(draft.extraHeaders)) reply.header(k, v);
+        reply.header('x-op-generation-id', draft.id);
         sendError(reply, err, draft.requestId);
       }
     }
@@ -258,7 +264,9 @@ export function finishGeneration(rt: GatewayRuntime, draft: GenerationDraft): vo
 /** Count a finished generation in the Prometheus metrics. */
 function recordMetrics(rt: GatewayRuntime, row: ReturnType<GenerationDraft['toRow']>, draft: GenerationDraft): void {
   const m = rt.metrics;
-  const model = row.served_model ?? row.requested_model;
+  // Only catalog ids become label values: a client's made-up model names must not grow the series.
+  const asked = row.requested_model;
+  const model = row.served_model ?? (rt.catalog.models.has(asked) ? asked : 'unknown');
   const provider = row.provider ?? '';
   m.generations.inc({ model, provider, status: row.status, code: row.error_code ?? '' });
   if (row.prompt_tokens) m.tokens.inc({ model, provider, direction: 'prompt' }, row.prompt_tokens);
@@ -345,7 +353,7 @@ async function completeAttempt(
   let timedOut = false;
   const timer = target.timeouts.total_ms > 0 ? setTimeout(() => { timedOut = true; total.abort(); }, target.timeouts.total_ms) : undefined;
   try {
-    const res = await sendUpstream(call, rt.pools.agentFor(target.provider), target.timeouts, AbortSignal.any([state.clientGone.signal, total.signal]));
+    const res = await sendUpstream(call, rt.pools.agentFor(target.provider), target.timeouts, AbortSignal.any([state.clientGone.signal, total.signal, rt.shutdown.signal]));
     if (res.statusCode >= 300) {
       throw adapter.parseErrorResponse(res.statusCode, res.headers, await readCapped(res.body, MAX_ERROR_BODY));
     }
@@ -368,6 +376,7 @@ async function completeAttempt(
     reply.headers(responseHeaders(draft)).code(200).send(body);
     return res.statusCode;
   } catch (err) {
+    if (rt.shutdown.signal.aborted) throw new GatewayError('gateway_shutting_down', 'the gateway is shutting down and its drain time ran out; retry the request');
     if (timedOut) throw new GatewayError('upstream_timeout', `${target.provider.id}: no complete response within ${target.timeouts.total_ms} ms`, { metadata: { provider: target.provider.id } });
     if (err instanceof GatewayError) throw err;
     if (state.clientGone.signal.aborted) throw new GatewayError('client_closed_request', 'the client closed the connection');
@@ -421,7 +430,7 @@ async function streamAttempt(
 
   let status = 0;
   try {
-    const res = await sendUpstream(call, rt.pools.agentFor(target.provider), target.timeouts, AbortSignal.any([state.clientGone.signal, attempt.signal]));
+    const res = await sendUpstream(call, rt.pools.agentFor(target.provider), target.timeouts, AbortSignal.any([state.clientGone.signal, attempt.signal, rt.shutdown.signal]));
     status = res.statusCode;
     if (res.statusCode >= 300) {
       throw adapter.parseErrorResponse(res.statusCode, res.headers, await readCapped(res.body, MAX_ERROR_BODY));
@@ -458,6 +467,7 @@ async function streamAttempt(
   } catch (thrown) {
     let err: GatewayError;
     if (state.clientGone.signal.aborted) err = new GatewayError('client_closed_request', 'the client closed the connection');
+    else if (rt.shutdown.signal.aborted) err = new GatewayError('gateway_shutting_down', 'the gateway is shutting down and its drain time ran out; retry the request');
     else if (firstTokenTimedOut) err = new GatewayError('upstream_timeout', `${target.provider.id}: no first token within ${ftMs} ms`, { metadata: { provider: target.provider.id } });
     else if (thrown instanceof GatewayError) err = thrown;
     else if (thrown instanceof SyntaxError) err = new GatewayError('upstream_invalid_response', `${target.provider.id}: response body is not JSON`, { metadata: { provider: target.provider.id } });

@@ -25,6 +25,8 @@ export interface GatewayRuntime {
   /** Key credit and rate-limit state (in-process, or Redis). */
   limits: LimitStore;
   metrics: GatewayMetrics;
+  /** Aborted when the drain time of a shutdown runs out: streams still open end with an error chunk. */
+  shutdown: AbortController;
   /** A key's settled spend since `periodStart` from the database (picodollars). */
   loadSpent: (keyId: string, periodStart: number) => Promise<bigint>;
 }

@@ -106,6 +106,10 @@ export function buildGateway(options: GatewayOptions): Gateway {
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // Malformed URLs and the like get the same error envelope as everything else.
+    frameworkErrors: (err, req, reply) => {
+      sendError(reply, new GatewayError('invalid_request', `bad request: ${err.message}`), String(req.id ?? newRequestId()));
+    },
   });
   const runtime: GatewayRuntime = {
     config,
@@ -119,6 +123,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     inFlight: 0,
     limits: options.redisUrl ? new RedisLimitStore(options.redisUrl) : new MemoryLimitStore(),
     metrics: new GatewayMetrics(),
+    shutdown: new AbortController(),
     async loadSpent(keyId, periodStart) {
       const row = await db
         .selectFrom('usage_hourly')
@@ -160,6 +165,15 @@ export function buildGateway(options: GatewayOptions): Gateway {
     sendError(reply, new GatewayError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`), req.id);
   });
 
+  // A known path with a wrong method is a 405, not a 404.
+  const allowed: Record<string, string> = {
+    '/v1/chat/completions': 'POST', '/v1/completions': 'POST', '/v1/models': 'GET', '/v1/generation': 'GET',
+    '/v1/generations': 'GET', '/v1/usage': 'GET', '/v1/key': 'GET', '/health': 'GET', '/ready': 'GET', '/metrics': 'GET',
+  };
+  for (const [url, method] of Object.entries(allowed)) {
+    const others = (['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const).filter((m) => m !== method && !(url === '/v1/chat/completions' || url === '/v1/completions' ? m === 'GET' : false));
+    app.route({ method: [...others], url, handler: async () => { throw new GatewayError('method_not_allowed', `use ${method} for ${url}`); } });
+  }
   app.get('/health', async () => ({ status: 'ok' }));
   app.get('/metrics', async (_req, reply) => {
     reply.type(runtime.metrics.registry.contentType);

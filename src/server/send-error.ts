@@ -9,5 +9,7 @@ export function sendError(reply: FastifyReply, err: GatewayError, requestId: str
   if (reply.sent || reply.raw.headersSent) return;
   reply.header('x-request-id', requestId);
   if (err.retryAfterSeconds !== undefined) reply.header('retry-after', String(err.retryAfterSeconds));
+  // OpenAI SDKs retry every 5xx unless told otherwise: a terminal error will fail again.
+  if (err.kind === 'terminal') reply.header('x-should-retry', 'false');
   reply.code(err.status).type('application/json; charset=utf-8').send({ error: err.toBody(requestId) });
 }

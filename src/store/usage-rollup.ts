@@ -164,7 +164,7 @@ function countSession(map: Map<string, SessionCount>, id: string, values: () => 
   else map.set(id, values());
 }
 
-/** Add counts to a session-count table: one multi-row upsert (`ON CONFLICT … DO UPDATE`) per 100 rows. */
+/** Add counts to a session-count table: one multi-row upsert (`ON CONFLICT … DO UPDATE`) per 500 rows. */
 async function addSessionCounts(trx: Transaction<Database>, table: SessionCountTable, counts: Iterable<SessionCount>): Promise<void> {
   const rows = [...counts];
   for (let i = 0; i < rows.length; i += 500) {
@@ -179,11 +179,10 @@ async function addSessionCounts(trx: Transaction<Database>, table: SessionCountT
 /**
  * Count a batch of generation rows into the rollups, inside the writer's transaction: hourly and
  * daily (plain and per tag), the tag index, and the daily session counts. Rows are grouped
- * first, so a batch costs one upsert per group (one statement per 100 groups for the session
- * counts, which carry no histograms).
+ * first, so a batch costs one upsert per group (one statement per 500 groups for the session
+ * counts, which carry no histograms); the daily groups are the batch's hourly ones added up.
  */
 export async function applyRollups(trx: Transaction<Database>, rows: readonly GenerationsTable[]): Promise<void> {
-  const t0 = performance.now();
   const hourly = new Map<string, RollupAcc>();
   const hourlyTags = new Map<string, RollupAcc>();
   const sessions: Record<SessionCountTable, Map<string, SessionCount>> = { usage_daily_sessions: new Map(), usage_daily_session_models: new Map(), usage_daily_session_tags: new Map() };
@@ -214,15 +213,9 @@ export async function applyRollups(trx: Transaction<Database>, rows: readonly Ge
     }
   }
   const groups: Record<RollupTable, Map<string, RollupAcc>> = { usage_hourly: hourly, usage_hourly_tags: hourlyTags, usage_daily: byDay(hourly), usage_daily_tags: byDay(hourlyTags) };
-  const P = ((globalThis as Record<string, unknown>).__prof ??= {}) as Record<string, number>;
-  let t = performance.now();
-  const lap = (k: string) => { const n = performance.now(); P[k] = (P[k] ?? 0) + n - t; t = n; };
-  t = t0; lap('js');
   for (const table of Object.keys(groups) as RollupTable[]) {
     for (const a of groups[table].values()) await upsert(trx, table, a);
-    lap(table);
   }
-  for (const table of Object.keys(sessions) as SessionCountTable[]) { await addSessionCounts(trx, table, sessions[table].values()); lap(table); }
+  for (const table of Object.keys(sessions) as SessionCountTable[]) await addSessionCounts(trx, table, sessions[table].values());
   for (let i = 0; i < tagRows.length; i += 100) await trx.insertInto('generation_tags').values(tagRows.slice(i, i + 100)).execute();
-  lap('generation_tags');
 }

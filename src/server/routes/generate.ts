@@ -69,6 +69,7 @@ async function handle(rt: GatewayRuntime, api: 'chat' | 'completions', req: Fast
     draft.httpStatus = err.status;
     finishGeneration(rt, draft);
     for (const [k, v] of Object.entries(draft.extraHeaders)) reply.header(k, v);
+    reply.header('x-op-generation-id', draft.id);
     sendError(reply, err, req.id);
     return;
   }

@@ -20,8 +20,8 @@ const toUsdString = (v: number | string): string => (typeof v === 'number' ? pic
 
 const rateLimit = z
   .object({
-    requests_per_minute: z.number().int().min(1).nullable().optional(),
-    tokens_per_minute: z.number().int().min(1).nullable().optional(),
+    requests_per_minute: z.number().int().min(1).max(1_000_000_000).nullable().optional(),
+    tokens_per_minute: z.number().int().min(1).max(1_000_000_000_000).nullable().optional(),
   })
   .strict();
 
