@@ -7,7 +7,7 @@ import { z } from 'zod';
 export const keySettingsSchema = z
   .object({
     /** Credit limit in USD as an exact decimal string, or null for none. */
-    limit: z.string().regex(/^\d+(\.\d{1,6})?$/).nullable().default(null),
+    limit: z.string().regex(/^\d+(\.\d{1,6})?$/, 'must be a non-negative decimal number of USD with at most 6 decimals, e.g. 1 or 0.25').nullable().default(null),
     limit_reset: z.enum(['daily', 'weekly', 'monthly', 'never']).default('never'),
     rate_limit: z
       .object({
