@@ -21,7 +21,7 @@ export const TOP_SESSIONS = 100;
  * query still answers in well under 100 ms at a million generations a month; day buckets read
  * the daily rollups.
  */
-export const USAGE_MAX_RANGE_DAYS: Record<UsageBucket, number> = { hour: 7, day: 400 };
+export const USAGE_MAX_RANGE_DAYS: Readonly<Record<UsageBucket, number>> = { hour: 7, day: 400 };
 
 /** A usage query. Times are unix ms; see {@link queryUsage} for how they are aligned. */
 export interface UsageQuery {
@@ -313,6 +313,7 @@ async function readRollups(db: Kysely<Database>, q: UsageQuery, tagged: boolean,
   const out: RollupRead[] = [];
   for (const [table, from, to] of parts) {
     const rows = (await rollupQuery(db, { ...q, from, to }, table, groupCol, withTagFilter, opts.bucketed).execute()) as RollupRead[];
+    // Without a GROUP BY an empty range still yields one row, of NULLs.
     for (const r of rows) if (Number(r.requests ?? 0) > 0) out.push(r);
   }
   return out;

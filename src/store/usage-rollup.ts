@@ -66,7 +66,7 @@ function byDay(hourly: Map<string, RollupAcc>): Map<string, RollupAcc> {
   const days = new Map<string, RollupAcc>();
   for (const h of hourly.values()) {
     const day = Math.floor(h.time / DAY) * DAY;
-    const id = `${day}|${field(h.key_id)}${h.tag === undefined ? '' : field(h.tag)}${field(h.model)}${field(h.provider)}`;
+    const id = groupId(day, h.key_id, h.tag, h.model, h.provider);
     const d = days.get(id);
     if (!d) {
       days.set(id, { ...h, time: day, latency: [...h.latency], ttft: [...h.ttft] });
@@ -94,57 +94,65 @@ function mergeHist(a: string, b: number[]): string {
   return JSON.stringify(b.map((v, i) => v + (x[i] ?? 0)));
 }
 
-/** The column values of a new rollup row. */
-function rollupValues(table: RollupTable, a: RollupAcc): Record<string, unknown> {
-  return {
-    [ROLLUP_TIME_COLUMN[table]]: a.time,
-    key_id: a.key_id,
-    ...(a.tag !== undefined ? { tag: a.tag } : {}),
-    model: a.model,
-    provider: a.provider,
-    requests: a.requests,
-    errors: a.errors,
-    cancelled: a.cancelled,
-    prompt_tokens: a.prompt_tokens,
-    completion_tokens: a.completion_tokens,
-    reasoning_tokens: a.reasoning_tokens,
-    cached_tokens: a.cached_tokens,
-    cost_pico: a.cost_pico,
-    latency_hist: JSON.stringify(a.latency),
-    ttft_hist: JSON.stringify(a.ttft),
-  };
+/** The key of a rollup group in the batch's maps. */
+function groupId(time: number, keyId: string, tag: string | undefined, model: string, provider: string): string {
+  return `${time}|${field(keyId)}${tag === undefined ? '' : field(tag)}${field(model)}${field(provider)}`;
 }
 
-async function upsert(trx: Transaction<Database>, table: RollupTable, a: RollupAcc): Promise<void> {
-  const time = sql.ref(ROLLUP_TIME_COLUMN[table]);
+const SUMS = ['requests', 'errors', 'cancelled', 'prompt_tokens', 'completion_tokens', 'reasoning_tokens', 'cached_tokens', 'cost_pico'] as const;
+/** Groups per statement: 5 bound values each in the read, 15 in the upsert. */
+const UPSERT_CHUNK = 100;
+
+/**
+ * Add a batch's groups to a rollup table, `UPSERT_CHUNK` groups per two statements: one read of
+ * the groups' existing histograms, then one multi-row `INSERT … ON CONFLICT DO UPDATE` adding the
+ * sums in SQL and writing the histograms merged in JS (SQLite/PostgreSQL-neutral; the writer's
+ * transaction keeps the read and the write together).
+ */
+async function upsert(trx: Transaction<Database>, table: RollupTable, groups: Iterable<RollupAcc>): Promise<void> {
+  const time = ROLLUP_TIME_COLUMN[table];
   const tagged = table === 'usage_hourly_tags' || table === 'usage_daily_tags';
-  let q = trx.selectFrom(table as 'usage_hourly').select(['latency_hist', 'ttft_hist']).where(time, '=', a.time).where('key_id', '=', a.key_id).where('model', '=', a.model).where('provider', '=', a.provider);
-  if (tagged) q = q.where(sql.ref('tag'), '=', a.tag!);
-  const existing = await q.executeTakeFirst();
-  if (!existing) {
-    await trx.insertInto(table).values(rollupValues(table, a) as never).execute();
-    return;
+  const key = [time, 'key_id', ...(tagged ? ['tag'] : []), 'model', 'provider'];
+  const all = [...groups];
+  for (let i = 0; i < all.length; i += UPSERT_CHUNK) {
+    const chunk = all.slice(i, i + UPSERT_CHUNK);
+    const existing = await trx
+      .selectFrom(table as 'usage_hourly_tags')
+      .select([sql<number>`${sql.ref(time)}`.as('time'), 'key_id', (tagged ? sql<string>`tag` : sql<string>`null`).as('tag'), 'model', 'provider', 'latency_hist', 'ttft_hist'])
+      .where((eb) =>
+        eb.or(
+          chunk.map((a) =>
+            eb.and([eb(sql.ref(time), '=', a.time), eb('key_id', '=', a.key_id), ...(tagged ? [eb('tag', '=', a.tag!)] : []), eb('model', '=', a.model), eb('provider', '=', a.provider)]),
+          ),
+        ),
+      )
+      .execute();
+    const hists = new Map(existing.map((r) => [groupId(Number(r.time), r.key_id, r.tag ?? undefined, r.model, r.provider), r]));
+    const values = chunk.map((a) => {
+      const e = hists.get(groupId(a.time, a.key_id, a.tag, a.model, a.provider));
+      return {
+        [time]: a.time,
+        key_id: a.key_id,
+        ...(tagged ? { tag: a.tag } : {}),
+        model: a.model,
+        provider: a.provider,
+        ...Object.fromEntries(SUMS.map((col) => [col, a[col]])),
+        latency_hist: e ? mergeHist(e.latency_hist, a.latency) : JSON.stringify(a.latency),
+        ttft_hist: e ? mergeHist(e.ttft_hist, a.ttft) : JSON.stringify(a.ttft),
+      };
+    });
+    await trx
+      .insertInto(table)
+      .values(values as never)
+      .onConflict((oc) =>
+        oc.columns(key as never).doUpdateSet({
+          ...Object.fromEntries(SUMS.map((col) => [col, sql`${sql.ref(`${table}.${col}`)} + ${sql.ref(`excluded.${col}`)}`])),
+          latency_hist: sql.ref('excluded.latency_hist'),
+          ttft_hist: sql.ref('excluded.ttft_hist'),
+        } as never),
+      )
+      .execute();
   }
-  let u = trx
-    .updateTable(table as 'usage_hourly')
-    .set((eb) => ({
-      requests: eb('requests', '+', a.requests),
-      errors: eb('errors', '+', a.errors),
-      cancelled: eb('cancelled', '+', a.cancelled),
-      prompt_tokens: eb('prompt_tokens', '+', a.prompt_tokens),
-      completion_tokens: eb('completion_tokens', '+', a.completion_tokens),
-      reasoning_tokens: eb('reasoning_tokens', '+', a.reasoning_tokens),
-      cached_tokens: eb('cached_tokens', '+', a.cached_tokens),
-      cost_pico: eb('cost_pico', '+', a.cost_pico),
-      latency_hist: mergeHist(existing.latency_hist, a.latency),
-      ttft_hist: mergeHist(existing.ttft_hist, a.ttft),
-    }))
-    .where(time, '=', a.time)
-    .where('key_id', '=', a.key_id)
-    .where('model', '=', a.model)
-    .where('provider', '=', a.provider);
-  if (tagged) u = u.where(sql.ref('tag'), '=', a.tag!);
-  await u.execute();
 }
 
 /** The session-count tables and their keys (every column but `requests`). */
@@ -157,11 +165,16 @@ const SESSION_COUNT_KEYS = {
 
 type SessionCount = Record<string, string | number> & { requests: number };
 
-/** Count one generation in the group `id` of a session-count table, made from `values` on first use. */
-function countSession(map: Map<string, SessionCount>, id: string, values: () => SessionCount): void {
-  const c = map.get(id);
-  if (c) c.requests++;
-  else map.set(id, values());
+/** The per-(day, key, session) counts of a batch: its per-(day, key, session, model, provider) ones added up. */
+function bySession(models: Map<string, SessionCount>): Map<string, SessionCount> {
+  const sessions = new Map<string, SessionCount>();
+  for (const m of models.values()) {
+    const id = `${m.day}|${field(String(m.key_id))}${field(String(m.session))}`;
+    const c = sessions.get(id);
+    if (c) c.requests += m.requests;
+    else sessions.set(id, { day: m.day!, key_id: m.key_id!, session: m.session!, requests: m.requests });
+  }
+  return sessions;
 }
 
 /** Add counts to a session-count table: one multi-row upsert (`ON CONFLICT … DO UPDATE`) per 500 rows. */
@@ -178,14 +191,15 @@ async function addSessionCounts(trx: Transaction<Database>, table: SessionCountT
 
 /**
  * Count a batch of generation rows into the rollups, inside the writer's transaction: hourly and
- * daily (plain and per tag), the tag index, and the daily session counts. Rows are grouped
- * first, so a batch costs one upsert per group (one statement per 500 groups for the session
- * counts, which carry no histograms); the daily groups are the batch's hourly ones added up.
+ * daily (plain and per tag), the daily session counts, and the tag index. Rows are grouped first
+ * (the daily groups are the batch's hourly ones added up), so a batch costs two statements per
+ * 100 groups of each rollup table and one per 500 groups of each session-count table.
  */
 export async function applyRollups(trx: Transaction<Database>, rows: readonly GenerationsTable[]): Promise<void> {
   const hourly = new Map<string, RollupAcc>();
   const hourlyTags = new Map<string, RollupAcc>();
-  const sessions: Record<SessionCountTable, Map<string, SessionCount>> = { usage_daily_sessions: new Map(), usage_daily_session_models: new Map(), usage_daily_session_tags: new Map() };
+  const sessionModels = new Map<string, SessionCount>();
+  const sessionTags = new Map<string, SessionCount>();
   const tagRows: Database['generation_tags'][] = [];
   for (const row of rows) {
     const created = Number(row.created_at);
@@ -196,26 +210,30 @@ export async function applyRollups(trx: Transaction<Database>, rows: readonly Ge
     const cost = BigInt(row.cost_pico);
     const latency = latencyBucket(row.latency_ms);
     const ttft = row.ttft_ms === null ? -1 : latencyBucket(row.ttft_ms);
-    const dims = `${field(model)}${field(provider)}`;
-    accumulate(hourly, `${hour}|${field(keyId)}${dims}`, hour, keyId, undefined, model, provider, row, cost, latency, ttft);
+    accumulate(hourly, groupId(hour, keyId, undefined, model, provider), hour, keyId, undefined, model, provider, row, cost, latency, ttft);
     const tags = [...new Set(JSON.parse(row.tags) as string[])];
     for (const tag of tags) {
-      accumulate(hourlyTags, `${hour}|${field(keyId)}${field(tag)}${dims}`, hour, keyId, tag, model, provider, row, cost, latency, ttft);
+      accumulate(hourlyTags, groupId(hour, keyId, tag, model, provider), hour, keyId, tag, model, provider, row, cost, latency, ttft);
       tagRows.push({ generation_id: row.id, tag, created_at: row.created_at, key_id: row.key_id });
     }
     const session = row.session;
     if (session !== null) {
       const day = Math.floor(created / DAY) * DAY;
-      const id = `${day}|${field(keyId)}${field(session)}`;
-      countSession(sessions.usage_daily_sessions, id, () => ({ day, key_id: keyId, session, requests: 1 }));
-      countSession(sessions.usage_daily_session_models, `${id}${dims}`, () => ({ day, key_id: keyId, session, model, provider, requests: 1 }));
-      for (const tag of tags) countSession(sessions.usage_daily_session_tags, `${id}${dims}${field(tag)}`, () => ({ day, key_id: keyId, tag, session, model, provider, requests: 1 }));
+      const id = `${day}|${field(keyId)}${field(session)}${field(model)}${field(provider)}`;
+      const c = sessionModels.get(id);
+      if (c) c.requests++;
+      else sessionModels.set(id, { day, key_id: keyId, session, model, provider, requests: 1 });
+      for (const tag of tags) {
+        const tagId = `${id}${field(tag)}`;
+        const t = sessionTags.get(tagId);
+        if (t) t.requests++;
+        else sessionTags.set(tagId, { day, key_id: keyId, tag, session, model, provider, requests: 1 });
+      }
     }
   }
   const groups: Record<RollupTable, Map<string, RollupAcc>> = { usage_hourly: hourly, usage_hourly_tags: hourlyTags, usage_daily: byDay(hourly), usage_daily_tags: byDay(hourlyTags) };
-  for (const table of Object.keys(groups) as RollupTable[]) {
-    for (const a of groups[table].values()) await upsert(trx, table, a);
-  }
+  const sessions: Record<SessionCountTable, Map<string, SessionCount>> = { usage_daily_sessions: bySession(sessionModels), usage_daily_session_models: sessionModels, usage_daily_session_tags: sessionTags };
+  for (const table of Object.keys(groups) as RollupTable[]) await upsert(trx, table, groups[table].values());
   for (const table of Object.keys(sessions) as SessionCountTable[]) await addSessionCounts(trx, table, sessions[table].values());
   for (let i = 0; i < tagRows.length; i += 100) await trx.insertInto('generation_tags').values(tagRows.slice(i, i + 100)).execute();
 }

@@ -5,13 +5,13 @@ import type { GatewayRuntime } from '../../gateway/runtime.js';
 import { decodeCursor, GENERATION_STATUSES, searchGenerations, type GenerationStatus } from '../../store/generation-search.js';
 import type { ApiKey } from '../../store/keys.js';
 import type { Database } from '../../store/schema.js';
-import { DAY_MS, queryUsage, USAGE_BUCKETS, USAGE_GROUPS, type UsageBucket, type UsageGroupBy } from '../../store/usage-queries.js';
+import { DAY_MS, queryUsage, USAGE_BUCKETS, USAGE_GROUPS, type UsageGroupBy, USAGE_MAX_RANGE_DAYS } from '../../store/usage-queries.js';
 import { generationObject } from './generation.js';
 
 type Query = Record<string, unknown>;
 
 /** Longest range per bucket size (days): hourly rollups are read row by row. */
-const MAX_RANGE_DAYS: Record<UsageBucket, number> = { hour: 32, day: 400 };
+const MAX_RANGE_DAYS = USAGE_MAX_RANGE_DAYS;
 /** The `key_id` value that means the admin key's own requests. */
 const ADMIN_KEY_ID = 'admin';
 
