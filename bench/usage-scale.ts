@@ -29,6 +29,7 @@ import { queryUsage, rollupQuery, topSessionsQuery, USAGE_MAX_RANGE_DAYS, type U
 import { searchGenerations, searchPlanQueries, type SearchQuery } from '../src/store/generation-search.js';
 import { hashSecret } from '../src/store/keys.js';
 import { generationObject } from '../src/server/routes/generation.js';
+import { seededRandom } from '../test/helpers/seeded-random.js';
 
 const ROWS = Number(process.env.BENCH_USAGE_ROWS ?? 1_000_000);
 const RUNS = Number(process.env.BENCH_USAGE_RUNS ?? 20);
@@ -39,19 +40,8 @@ const SPAN_DAYS = 30;
 // ---------------------------------------------------------------------------------------------
 // Deterministic data
 
-/** Mulberry32: a small seeded PRNG, so every run seeds the same data. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
-const rand = prng(42);
+const rand = seededRandom(42);
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
 /** Log-normal-ish duration around `median` ms. */
 const duration = (median: number): number => Math.max(1, Math.round(median * Math.exp((rand() + rand() + rand() - 1.5) * 1.4)));

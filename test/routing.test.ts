@@ -9,20 +9,10 @@ import { buildCatalog } from '../src/routing/catalog.js';
 import { HealthRegistry } from '../src/routing/endpoint-health.js';
 import { planRoute } from '../src/routing/plan.js';
 import type { ChatRequest } from '../src/api/chat-types.js';
+import { seededRandom } from './helpers/seeded-random.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-/** A seeded PRNG (mulberry32) so the price-weighted draw is reproducible. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const answer = (content: string) => ({
   json: { id: 'x', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } },
@@ -189,7 +179,7 @@ describe('router: the price-weighted default choice (fixed seed)', () => {
     const cfg = parseConfig(config('test/model', [{ id: 'one', upstream: dummy, price: 0.5 }, { id: 'two', upstream: dummy, price: 1 }, { id: 'three', upstream: dummy, price: 1.5 }]), 'test');
     const catalog = buildCatalog(cfg);
     const health = new HealthRegistry({ failureThreshold: 5, openMs: 30000, windowMs: 60000, recentFailureMs: 30000 });
-    const random = seeded(42);
+    const random = seededRandom(42);
     const counts: Record<string, number> = { one: 0, two: 0, three: 0 };
     const req: ChatRequest = { model: 'test/model', messages: [{ role: 'user', content: 'x' }] };
     const N = 20000;

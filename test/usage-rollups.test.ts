@@ -21,6 +21,7 @@ import { migrate } from '../src/store/migrations.js';
 import { LATENCY_BUCKETS_MS, type Database, type GenerationsTable } from '../src/store/schema.js';
 import { histogramPercentiles, queryUsage, TOP_SESSIONS, USAGE_GROUPS, USAGE_MAX_RANGE_DAYS, type UsageQuery, type UsageResult, type UsageStats } from '../src/store/usage-queries.js';
 import { latencyBucket } from '../src/store/usage-rollup.js';
+import { seededRandom } from './helpers/seeded-random.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -28,18 +29,7 @@ const DAY = 24 * HOUR;
 const B = Date.UTC(2025, 2, 10);
 const LAST = B + 3 * DAY + 12 * HOUR;
 
-/** Mulberry32, so every run writes the same traffic. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const rand = prng(20250310);
+const rand = seededRandom(20250310);
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
 
 const KEYS = ['key_a', 'key_b', null] as const;

@@ -48,24 +48,33 @@ const PER_MESSAGE = 3;
 const PER_MEDIA_PART = 85;
 
 /**
- * Estimate the prompt tokens of a chat: message texts, tool calls and a per-message overhead.
- * Used for context-fit checks and when an upstream reports no usage.
+ * Size a chat prompt with a text measure: every text (message contents, tool-call names and
+ * arguments, the tool definitions) measured, plus a fixed overhead per message and per media
+ * part. The token estimate and the byte upper bound are the same walk with different measures.
  */
-export function estimatePromptTokens(messages: readonly ChatMessage[], tools?: readonly unknown[]): number {
+function measurePrompt(messages: readonly ChatMessage[], tools: readonly unknown[] | undefined, measure: (text: string) => number): number {
   let total = 3;
   for (const m of messages) {
     total += PER_MESSAGE;
     const content = 'content' in m ? m.content : null;
-    if (typeof content === 'string') total += estimateTextTokens(content);
+    if (typeof content === 'string') total += measure(content);
     else if (Array.isArray(content)) {
-      for (const p of content) total += p.type === 'text' || p.type === 'refusal' ? estimateTextTokens(partText(p)) : PER_MEDIA_PART;
+      for (const p of content) total += p.type === 'text' || p.type === 'refusal' ? measure(partText(p)) : PER_MEDIA_PART;
     }
     if (m.role === 'assistant' && m.tool_calls) {
-      for (const tc of m.tool_calls) total += estimateTextTokens(tc.function.name) + estimateTextTokens(tc.function.arguments);
+      for (const tc of m.tool_calls) total += measure(tc.function.name) + measure(tc.function.arguments);
     }
   }
-  if (tools && tools.length > 0) total += estimateTextTokens(JSON.stringify(tools));
+  if (tools && tools.length > 0) total += measure(JSON.stringify(tools));
   return total;
+}
+
+/**
+ * Estimate the prompt tokens of a chat: message texts, tool calls and a per-message overhead.
+ * Used for context-fit checks and when an upstream reports no usage.
+ */
+export function estimatePromptTokens(messages: readonly ChatMessage[], tools?: readonly unknown[]): number {
+  return measurePrompt(messages, tools, estimateTextTokens);
 }
 
 /**
@@ -82,20 +91,7 @@ export class PromptSize {
     private readonly messages: readonly ChatMessage[],
     private readonly tools?: readonly unknown[],
   ) {
-    let bytes = 3;
-    for (const m of messages) {
-      bytes += PER_MESSAGE;
-      const content = 'content' in m ? m.content : null;
-      if (typeof content === 'string') bytes += Buffer.byteLength(content);
-      else if (Array.isArray(content)) {
-        for (const p of content) bytes += p.type === 'text' || p.type === 'refusal' ? Buffer.byteLength(partText(p)) : PER_MEDIA_PART;
-      }
-      if (m.role === 'assistant' && m.tool_calls) {
-        for (const tc of m.tool_calls) bytes += Buffer.byteLength(tc.function.name) + Buffer.byteLength(tc.function.arguments);
-      }
-    }
-    if (tools && tools.length > 0) bytes += Buffer.byteLength(JSON.stringify(tools));
-    this.upperBound = bytes;
+    this.upperBound = measurePrompt(messages, tools, (text) => Buffer.byteLength(text));
   }
 
   /** The tokenizer's count (o200k), computed once. */

@@ -171,7 +171,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     '/v1/generations': 'GET', '/v1/usage': 'GET', '/v1/key': 'GET', '/health': 'GET', '/ready': 'GET', '/metrics': 'GET',
   };
   for (const [url, method] of Object.entries(allowed)) {
-    const others = (['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const).filter((m) => m !== method && !(url === '/v1/chat/completions' || url === '/v1/completions' ? m === 'GET' : false));
+    const others = (['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const).filter((m) => m !== method);
     app.route({ method: [...others], url, handler: async () => { throw new GatewayError('method_not_allowed', `use ${method} for ${url}`); } });
   }
   app.get('/health', async () => ({ status: 'ok' }));

@@ -17,6 +17,7 @@
  * lowercase words).
  */
 import { writeFileSync } from 'node:fs';
+import { seededRandom } from './seeded-random.js';
 
 /** GGUF metadata value types. */
 const enum GgufType {
@@ -175,17 +176,6 @@ function writeMeta(w: ByteWriter, key: string, meta: MetaValue): void {
   }
 }
 
-/** mulberry32: a small seeded PRNG, uniform in [0, 1). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Tensor {
   name: string;
@@ -206,7 +196,7 @@ export function buildTinyLlamaGguf(options: TinyLlamaOptions = {}): Buffer {
   const nVocab = TINY_VOCAB_SIZE;
   const headDim = nEmbd / nHead;
   if (!Number.isInteger(headDim)) throw new Error('tiny-gguf: embedding must be a multiple of heads');
-  const random = prng(options.seed ?? 1);
+  const random = seededRandom(options.seed ?? 1);
   const uniform = (scale: number) => (random() * 2 - 1) * scale;
 
   /** A weight matrix of `rows` rows with `cols` values each (GGUF dims `[cols, rows]`). */

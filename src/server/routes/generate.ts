@@ -40,13 +40,7 @@ async function handle(rt: GatewayRuntime, api: 'chat' | 'completions', req: Fast
       input = { api, request, chat: completionToChat(request) };
     }
   } catch (thrown) {
-    const err = toGatewayError(thrown);
-    draft.status = 'error';
-    draft.errorCode = err.code;
-    draft.errorMessage = err.message;
-    draft.httpStatus = err.status;
-    finishGeneration(rt, draft);
-    sendError(reply, err, req.id);
+    refuse(rt, draft, reply, thrown);
     return;
   }
   const op = input.request.op;
@@ -62,18 +56,23 @@ async function handle(rt: GatewayRuntime, api: 'chat' | 'completions', req: Fast
       credit = { keyId: key.id, limitPico: usdToPico(key.settings.limit), periodStart: periodStart(key.settings.limit_reset, Date.now()) };
     }
   } catch (thrown) {
-    const err = toGatewayError(thrown);
-    draft.status = 'error';
-    draft.errorCode = err.code;
-    draft.errorMessage = err.message;
-    draft.httpStatus = err.status;
-    finishGeneration(rt, draft);
-    for (const [k, v] of Object.entries(draft.extraHeaders)) reply.header(k, v);
-    reply.header('x-op-generation-id', draft.id);
-    sendError(reply, err, req.id);
+    refuse(rt, draft, reply, thrown);
     return;
   }
   await runGeneration(rt, input, draft, reply, credit);
+}
+
+/** Refuse a request before any upstream attempt: record it, then send the error envelope. */
+function refuse(rt: GatewayRuntime, draft: GenerationDraft, reply: FastifyReply, thrown: unknown): void {
+  const err = toGatewayError(thrown);
+  draft.status = 'error';
+  draft.errorCode = err.code;
+  draft.errorMessage = err.message;
+  draft.httpStatus = err.status;
+  finishGeneration(rt, draft);
+  for (const [k, v] of Object.entries(draft.extraHeaders)) reply.header(k, v);
+  reply.header('x-op-generation-id', draft.id);
+  sendError(reply, err, draft.requestId);
 }
 
 /**
@@ -124,12 +123,5 @@ async function enforceRateLimits(rt: GatewayRuntime, key: ApiKey, draft: Generat
 export function registerGenerateRoutes(app: FastifyInstance, rt: () => GatewayRuntime): void {
   app.post('/v1/chat/completions', (req, reply) => handle(rt(), 'chat', req, reply));
   app.post('/v1/completions', (req, reply) => handle(rt(), 'completions', req, reply));
-  // Make a wrong method a clear 405 rather than a 404.
-  for (const url of ['/v1/chat/completions', '/v1/completions']) {
-    app.get(url, async () => {
-      throw new GatewayError('method_not_allowed', `use POST for ${url}`);
-    });
-  }
 }
 
-export { GatewayError };
