@@ -8,7 +8,7 @@ import { parseConfig } from '../src/config/load.js';
 import { buildCatalog } from '../src/routing/catalog.js';
 import { HealthRegistry } from '../src/routing/endpoint-health.js';
 import { planRoute } from '../src/routing/plan.js';
-import type { ChatRequest } from '../src/api/chat-types.js';
+import type { ChatRequest } from '../src/core/chat-types.js';
 import { seededRandom } from './helpers/seeded-random.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any

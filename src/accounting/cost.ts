@@ -1,4 +1,4 @@
-import type { Usage } from '../api/chat-types.js';
+import type { Usage } from '../core/chat-types.js';
 import type { PricingConfig } from '../config/schema.js';
 
 /**

@@ -1,5 +1,5 @@
 import { countTokens } from 'gpt-tokenizer';
-import type { ChatMessage, ContentPart } from '../api/chat-types.js';
+import type { ChatMessage, ContentPart } from '../core/chat-types.js';
 
 /** Longest slice handed to the tokenizer at once, in characters. */
 const SLICE = 1024;

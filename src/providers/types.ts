@@ -1,4 +1,4 @@
-import type { ChatRequest, CompletionRequest, FinishReason, ReasoningDetail, ToolCall, Usage } from '../api/chat-types.js';
+import type { ChatRequest, CompletionRequest, FinishReason, ReasoningDetail, ToolCall, Usage } from '../core/chat-types.js';
 import type { EndpointConfig, ModelConfig, ProviderConfig, TimeoutsConfig } from '../config/schema.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 

@@ -1,5 +1,5 @@
-import type { ChatRequest } from '../api/chat-types.js';
-import { requestedOutputLimit } from '../api/request-schemas.js';
+import type { ChatRequest } from '../core/chat-types.js';
+import { requestedOutputLimit } from '../core/output-limit.js';
 import { toMicros } from '../accounting/cost.js';
 import type { ResolvedEndpoint } from '../providers/types.js';
 

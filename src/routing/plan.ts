@@ -1,4 +1,4 @@
-import type { ChatRequest } from '../api/chat-types.js';
+import type { ChatRequest } from '../core/chat-types.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { ResolvedEndpoint } from '../providers/types.js';
 import type { Catalog } from './catalog.js';

@@ -2,7 +2,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import type { Kysely } from 'kysely';
 import type { LoadedConfig } from '../config/load.js';
 import { GatewayError, toGatewayError } from '../errors/gateway-error.js';
-import type { GatewayRuntime } from '../gateway/runtime.js';
+import type { GatewayRuntime } from '../pipeline/runtime.js';
 import { UpstreamPools } from '../relay/upstream-client.js';
 import { buildCatalog } from '../routing/catalog.js';
 import { HealthRegistry, type HealthSettings } from '../routing/endpoint-health.js';
@@ -22,7 +22,7 @@ import { registerDashboard } from './routes/dashboard.js';
 import { MemoryLimitStore } from '../limits/memory-limit-store.js';
 import { RedisLimitStore } from '../limits/redis-limit-store.js';
 import { sql } from 'kysely';
-import { GatewayMetrics } from './metrics.js';
+import { GatewayMetrics } from '../pipeline/metrics.js';
 import { startRetentionPurge } from '../store/retention-purge.js';
 import { sendError } from './send-error.js';
 

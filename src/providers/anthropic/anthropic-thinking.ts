@@ -1,4 +1,4 @@
-import type { ReasoningEffort } from '../../api/chat-types.js';
+import type { ReasoningEffort } from '../../core/chat-types.js';
 import type { AnthropicThinking } from './anthropic-wire-types.js';
 
 /** Smallest thinking budget Anthropic accepts, in tokens. */

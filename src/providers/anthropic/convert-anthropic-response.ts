@@ -1,4 +1,4 @@
-import type { ReasoningDetail, ToolCall } from '../../api/chat-types.js';
+import type { ReasoningDetail, ToolCall } from '../../core/chat-types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { newToolCallId } from '../../util/ids.js';
 import type { ChatResult } from '../types.js';

@@ -1,4 +1,4 @@
-import type { Usage } from '../../api/chat-types.js';
+import type { Usage } from '../../core/chat-types.js';
 import type { AnthropicUsageWire } from './anthropic-wire-types.js';
 
 const count = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.round(v) : null);

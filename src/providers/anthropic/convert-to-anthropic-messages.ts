@@ -1,4 +1,4 @@
-import type { ChatMessage, ContentPart, ReasoningDetail, ToolCall } from '../../api/chat-types.js';
+import type { ChatMessage, ContentPart, ReasoningDetail, ToolCall } from '../../core/chat-types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import type {
   AnthropicAssistantBlock,

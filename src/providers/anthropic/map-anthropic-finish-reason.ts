@@ -1,4 +1,4 @@
-import type { FinishReason } from '../../api/chat-types.js';
+import type { FinishReason } from '../../core/chat-types.js';
 
 /** `stop_reason` values the Messages API documents. */
 export type AnthropicStopReason = 'end_turn' | 'stop_sequence' | 'pause_turn' | 'max_tokens' | 'model_context_window_exceeded' | 'tool_use' | 'refusal';

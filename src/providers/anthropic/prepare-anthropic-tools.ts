@@ -1,4 +1,4 @@
-import type { FunctionTool, ResponseFormat, ToolChoice } from '../../api/chat-types.js';
+import type { FunctionTool, ResponseFormat, ToolChoice } from '../../core/chat-types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { ANY_JSON_OBJECT_SCHEMA, JSON_RESPONSE_TOOL_NAME } from './anthropic-json-response-tool.js';
 import type { AnthropicRequestBody, AnthropicTool, AnthropicToolChoice } from './anthropic-wire-types.js';

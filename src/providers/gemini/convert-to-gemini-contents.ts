@@ -1,4 +1,4 @@
-import type { ChatMessage, ContentPart, ReasoningDetail } from '../../api/chat-types.js';
+import type { ChatMessage, ContentPart, ReasoningDetail } from '../../core/chat-types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { GEMINI_REASONING_FORMAT } from './gemini-part-reader.js';
 import type { GeminiBlob, GeminiContent, GeminiPart } from './gemini-wire-types.js';

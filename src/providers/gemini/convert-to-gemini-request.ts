@@ -1,5 +1,5 @@
-import type { ChatRequest, FunctionTool, ResponseFormat, ToolChoice } from '../../api/chat-types.js';
-import { requestedOutputLimit } from '../../api/request-schemas.js';
+import type { ChatRequest, FunctionTool, ResponseFormat, ToolChoice } from '../../core/chat-types.js';
+import { requestedOutputLimit } from '../../core/output-limit.js';
 import type { ResolvedEndpoint, UpstreamCall } from '../types.js';
 import { convertJsonSchemaToGemini } from './convert-json-schema-to-gemini.js';
 import { convertToGeminiContents, type ContentsOptions } from './convert-to-gemini-contents.js';

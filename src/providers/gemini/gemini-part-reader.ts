@@ -1,4 +1,4 @@
-import type { ReasoningDetail } from '../../api/chat-types.js';
+import type { ReasoningDetail } from '../../core/chat-types.js';
 import { newToolCallId } from '../../util/ids.js';
 import type { StreamPart } from '../types.js';
 import { applyPartialArgs } from './gemini-partial-args.js';

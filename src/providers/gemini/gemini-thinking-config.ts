@@ -1,4 +1,4 @@
-import type { ChatRequest, ReasoningEffort } from '../../api/chat-types.js';
+import type { ChatRequest, ReasoningEffort } from '../../core/chat-types.js';
 import type { GeminiThinkingConfig } from './gemini-wire-types.js';
 
 /** Share of the output limit given to thinking per effort (OpenRouter's budget rule). */

@@ -1,4 +1,4 @@
-import type { FinishReason } from '../../api/chat-types.js';
+import type { FinishReason } from '../../core/chat-types.js';
 
 /** Gemini `FinishReason` values known when this was written (js-genai `FinishReason`). */
 export type GeminiFinishReason =

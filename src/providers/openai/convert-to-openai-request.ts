@@ -1,5 +1,5 @@
-import type { ChatMessage, ChatRequest, CompletionRequest } from '../../api/chat-types.js';
-import { requestedOutputLimit } from '../../api/request-schemas.js';
+import type { ChatMessage, ChatRequest, CompletionRequest } from '../../core/chat-types.js';
+import { requestedOutputLimit } from '../../core/output-limit.js';
 import type { ResolvedEndpoint } from '../types.js';
 import { DIALECTS, type OpenAIDialect } from './dialects.js';
 

@@ -1,4 +1,4 @@
-import type { FinishReason } from '../../api/chat-types.js';
+import type { FinishReason } from '../../core/chat-types.js';
 
 /**
  * Map an OpenAI-compatible server's `finish_reason` to the OpenAI set. Servers add their own

@@ -1,13 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ChatRequest, CompletionRequest } from '../../api/chat-types.js';
-import { parseChatRequest, parseCompletionRequest } from '../../api/request-schemas.js';
+import type { ChatRequest, CompletionRequest } from '../../core/chat-types.js';
+import { parseChatRequest, parseCompletionRequest } from '../../ingress/openai/chat/chat-request-schema.js';
 import { GatewayError, toGatewayError } from '../../errors/gateway-error.js';
-import { GenerationDraft } from '../../gateway/generation-draft.js';
-import { finishGeneration, runGeneration, type CreditLimit, type GenerationInput } from '../../gateway/run-generation.js';
+import { GenerationDraft } from '../../pipeline/generation-draft.js';
+import { finishGeneration, runGeneration, type CreditLimit, type GenerationInput } from '../../pipeline/attempt-loop.js';
 import { usdToPico } from '../../limits/credit.js';
 import { periodStart } from '../../limits/limit-store.js';
 import type { ApiKey } from '../../store/keys.js';
-import type { GatewayRuntime } from '../../gateway/runtime.js';
+import type { GatewayRuntime } from '../../pipeline/runtime.js';
 import { newGenerationId } from '../../util/ids.js';
 import { sendError } from '../send-error.js';
 

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { picoToUsdString } from '../../accounting/cost.js';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { GatewayRuntime } from '../../gateway/runtime.js';
+import type { GatewayRuntime } from '../../pipeline/runtime.js';
 import type { Database, GenerationsTable } from '../../store/schema.js';
 import type { ApiKey } from '../../store/keys.js';
 

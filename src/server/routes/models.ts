@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { picoToUsdString, toMicros } from '../../accounting/cost.js';
 import type { ModelConfig } from '../../config/schema.js';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { GatewayRuntime } from '../../gateway/runtime.js';
+import type { GatewayRuntime } from '../../pipeline/runtime.js';
 import type { ResolvedEndpoint } from '../../providers/types.js';
 
 /** USD per 1M tokens → USD per token as an exact decimal string (OpenRouter's catalog unit). */

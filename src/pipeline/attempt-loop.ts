@@ -1,21 +1,21 @@
 import type { FastifyReply } from 'fastify';
-import type { ChatRequest, CompletionRequest } from '../api/chat-types.js';
+import type { ChatRequest, CompletionRequest } from '../core/chat-types.js';
 import { computeCost, picoToUsdNumber } from '../accounting/cost.js';
 import { PromptSize } from '../accounting/estimate-tokens.js';
 import { GatewayError, toGatewayError } from '../errors/gateway-error.js';
 import { transportErrorToGatewayError } from '../providers/upstream-errors.js';
 import type { ChatResult, ProviderAdapter, ResolvedEndpoint, StreamPart, UpstreamCall, UpstreamOperation } from '../providers/types.js';
-import { chatChunkEncoder, completionChunkEncoder, type ChunkEncoder } from '../relay/chunk-encoders.js';
+import { chatChunkEncoder, completionChunkEncoder, type ChunkEncoder } from '../ingress/openai/chat/chat-stream-encoder.js';
 import { sseEvents } from '../relay/sse-events.js';
 import { sendUpstream } from '../relay/upstream-client.js';
-import { usageToJson } from '../relay/usage-json.js';
+import { usageToJson } from '../ingress/openai/usage-json.js';
 import { planRoute, type PlannedEndpoint } from '../routing/plan.js';
 import { affordableOutputTokens, worstCaseCost, worstCaseOutputTokens } from '../limits/credit.js';
 import { sendError } from '../server/send-error.js';
-import { writeToClient } from './client-writer.js';
+import { writeToClient } from '../server/client-sink.js';
 import type { GenerationDraft } from './generation-draft.js';
 import { OutputAccumulator } from './output-accumulator.js';
-import { chatCompletionBody, textCompletionBody, type ResponseIdentity } from './response-bodies.js';
+import { chatCompletionBody, textCompletionBody, type ResponseIdentity } from '../ingress/openai/chat/chat-response-body.js';
 import { runtimeAdapter, type GatewayRuntime } from './runtime.js';
 
 /** What the client asked for: a chat completion, or a legacy completion (with its chat form). */

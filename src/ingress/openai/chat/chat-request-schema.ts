@@ -1,7 +1,7 @@
 import { z, type ZodIssue } from 'zod';
-import { GatewayError } from '../errors/gateway-error.js';
-import { formatPath } from '../config/load.js';
-import type { ChatRequest, CompletionRequest } from './chat-types.js';
+import { GatewayError } from '../../../errors/gateway-error.js';
+import { formatPath } from '../../../config/load.js';
+import type { ChatRequest, CompletionRequest } from '../../../core/chat-types.js';
 
 /**
  * Validation of client requests (SPEC §2.1). Every bad value becomes a 400 `invalid_request`
@@ -272,13 +272,4 @@ export function parseCompletionRequest(body: unknown): CompletionRequest {
   const result = completionRequestSchema.safeParse(obj);
   if (!result.success) throw firstIssueError(result.error.issues);
   return pickKnown<CompletionRequest>(result.data, KNOWN_COMPLETION_FIELDS);
-}
-
-/** The output limit a request asks for: the larger of `max_tokens` and `max_completion_tokens`. */
-export function requestedOutputLimit(req: { max_tokens?: number | null; max_completion_tokens?: number | null }): number | undefined {
-  const a = req.max_tokens ?? undefined;
-  const b = req.max_completion_tokens ?? undefined;
-  if (a === undefined) return b;
-  if (b === undefined) return a;
-  return Math.max(a, b);
 }

@@ -1,4 +1,4 @@
-import type { ReasoningDetail, ToolCall, Usage } from '../api/chat-types.js';
+import type { ReasoningDetail, ToolCall, Usage } from '../core/chat-types.js';
 import type { ChatResult, StreamPart } from '../providers/types.js';
 import { estimateTextTokens } from '../accounting/estimate-tokens.js';
 

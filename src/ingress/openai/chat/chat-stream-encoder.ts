@@ -1,7 +1,7 @@
-import type { FinishReason } from '../api/chat-types.js';
-import type { ErrorBody } from '../errors/gateway-error.js';
-import type { StreamPart } from '../providers/types.js';
-import type { UsageJson } from './usage-json.js';
+import type { FinishReason } from '../../../core/chat-types.js';
+import type { ErrorBody } from '../../../errors/gateway-error.js';
+import type { StreamPart } from '../../../providers/types.js';
+import type { UsageJson } from '../usage-json.js';
 
 /** Shared identity of every chunk of one response. */
 export interface ChunkIdentity {

@@ -6,7 +6,7 @@ import type { UpstreamPools } from '../relay/upstream-client.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { HealthRegistry } from '../routing/endpoint-health.js';
 import type { LimitStore } from '../limits/limit-store.js';
-import type { GatewayMetrics } from '../server/metrics.js';
+import type { GatewayMetrics } from './metrics.js';
 import type { GenerationWriter } from '../store/generation-writer.js';
 
 /** Everything a request needs from the running gateway. `config`/`catalog` change on reload. */

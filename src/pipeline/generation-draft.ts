@@ -1,4 +1,4 @@
-import type { Usage } from '../api/chat-types.js';
+import type { Usage } from '../core/chat-types.js';
 import type { GenerationsTable } from '../store/schema.js';
 
 /** One upstream attempt of a generation. Times in ms. */

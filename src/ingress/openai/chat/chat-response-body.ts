@@ -1,5 +1,5 @@
-import type { ChatResult } from '../providers/types.js';
-import type { UsageJson } from '../relay/usage-json.js';
+import type { ChatResult } from '../../../providers/types.js';
+import type { UsageJson } from '../usage-json.js';
 
 /** Identity shared by a response and its chunks. */
 export interface ResponseIdentity {

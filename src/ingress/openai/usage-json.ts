@@ -1,4 +1,4 @@
-import type { Usage } from '../api/chat-types.js';
+import type { Usage } from '../../core/chat-types.js';
 
 /** OpenAI `usage` object as the gateway emits it; `cost` is USD (extension field). */
 export interface UsageJson {
