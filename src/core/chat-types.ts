@@ -1,6 +1,7 @@
 /**
- * The OpenAI chat format: the gateway's internal lingua franca. Requests are validated into
- * these shapes; provider adapters convert from and to them at the edge.
+ * The internal request format: the OpenAI chat format with the gateway fields. Every client API
+ * (src/ingress/) converts its request into a {@link ChatRequest}; provider adapters
+ * (src/providers/) convert from it at the edge. Output: stream-part.ts, chat-result.ts.
  * @see https://platform.openai.com/docs/api-reference/chat
  */
 

@@ -1,4 +1,5 @@
 import type { Usage } from '../core/chat-types.js';
+import type { ClientApi } from '../ingress/types.js';
 import type { GenerationsTable } from '../store/schema.js';
 
 /** One upstream attempt of a generation. Times in ms. */
@@ -50,7 +51,7 @@ export class GenerationDraft {
     readonly id: string,
     readonly requestId: string,
     readonly keyId: string | null,
-    readonly api: 'chat' | 'completions',
+    readonly api: ClientApi,
     readonly streamed: boolean,
     public requestedModel: string,
     public tags: string[] = [],

@@ -1,5 +1,6 @@
 import type { ReasoningDetail, ToolCall, Usage } from '../core/chat-types.js';
-import type { ChatResult, StreamPart } from '../providers/types.js';
+import type { ChatResult } from '../core/chat-result.js';
+import type { StreamPart } from '../core/stream-part.js';
 import { estimateTextTokens } from '../accounting/estimate-tokens.js';
 
 /**
@@ -44,6 +45,8 @@ export class OutputAccumulator {
       case 'usage':
         this.usage = part.usage;
         break;
+      case 'block-start':
+      case 'block-end':
       case 'error':
         break;
     }

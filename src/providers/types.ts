@@ -1,4 +1,6 @@
-import type { ChatRequest, CompletionRequest, FinishReason, ReasoningDetail, ToolCall, Usage } from '../core/chat-types.js';
+import type { ChatRequest, CompletionRequest } from '../core/chat-types.js';
+import type { ChatResult } from '../core/chat-result.js';
+import type { StreamPart } from '../core/stream-part.js';
 import type { EndpointConfig, ModelConfig, ProviderConfig, TimeoutsConfig } from '../config/schema.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 
@@ -27,40 +29,12 @@ export interface UpstreamCall {
   warnings?: string[];
 }
 
-/** A provider-neutral piece of a streamed (or complete) generation. */
-export type StreamPart =
-  | { type: 'text'; text: string }
-  | { type: 'reasoning'; text: string }
-  /** Reasoning state to echo back next turn (signatures, redacted thinking). */
-  | { type: 'reasoning-details'; details: ReasoningDetail[] }
-  | { type: 'refusal'; text: string }
-  /** A new tool call at a dense 0-based `index`. */
-  | { type: 'tool-call-start'; index: number; id: string; name: string }
-  | { type: 'tool-call-delta'; index: number; argumentsDelta: string }
-  | { type: 'finish'; finishReason: Exclude<FinishReason, 'error'>; nativeFinishReason: string | null }
-  | { type: 'usage'; usage: Usage }
-  | { type: 'error'; error: GatewayError };
-
 /** Turns a provider's stream events into {@link StreamPart}s; one instance per stream. */
 export interface StreamTransform {
   /** Feed one SSE event (`data` text; `event` name when the protocol uses them). */
   push(event: { data: string; event?: string | undefined }): StreamPart[];
   /** The stream ended; return what is still buffered. */
   flush(): StreamPart[];
-}
-
-/** A complete (non-streamed) result, provider-neutral. */
-export interface ChatResult {
-  content: string | null;
-  reasoning: string | null;
-  /** Reasoning state to echo back next turn; empty when none. */
-  reasoningDetails?: ReasoningDetail[];
-  refusal: string | null;
-  toolCalls: ToolCall[];
-  finishReason: Exclude<FinishReason, 'error'>;
-  nativeFinishReason: string | null;
-  usage: Usage | null;
-  systemFingerprint?: string | null;
 }
 
 /** Which upstream operation a call performs. */

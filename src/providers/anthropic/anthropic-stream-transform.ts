@@ -1,6 +1,7 @@
 import { GatewayError } from '../../errors/gateway-error.js';
 import { newToolCallId } from '../../util/ids.js';
-import type { StreamPart, StreamTransform } from '../types.js';
+import type { StreamPart } from '../../core/stream-part.js';
+import type { StreamTransform } from '../types.js';
 import { inBandAnthropicError } from './anthropic-error.js';
 import { JSON_RESPONSE_TOOL_NAME } from './anthropic-json-response-tool.js';
 import type { AnthropicContentBlockWire, AnthropicDeltaWire, AnthropicStreamEventWire, AnthropicUsageWire } from './anthropic-wire-types.js';

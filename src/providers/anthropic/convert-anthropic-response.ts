@@ -1,7 +1,7 @@
 import type { ReasoningDetail, ToolCall } from '../../core/chat-types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { newToolCallId } from '../../util/ids.js';
-import type { ChatResult } from '../types.js';
+import type { ChatResult } from '../../core/chat-result.js';
 import { inBandAnthropicError } from './anthropic-error.js';
 import { JSON_RESPONSE_TOOL_NAME } from './anthropic-json-response-tool.js';
 import type { AnthropicContentBlockWire, AnthropicResponseWire } from './anthropic-wire-types.js';

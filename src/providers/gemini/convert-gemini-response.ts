@@ -1,6 +1,6 @@
 import type { ReasoningDetail, ToolCall } from '../../core/chat-types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { ChatResult } from '../types.js';
+import type { ChatResult } from '../../core/chat-result.js';
 import { convertGeminiUsage } from './convert-gemini-usage.js';
 import { inBandGeminiError } from './gemini-error.js';
 import { GeminiPartReader } from './gemini-part-reader.js';

@@ -1,6 +1,6 @@
 import type { ReasoningDetail } from '../../core/chat-types.js';
 import { newToolCallId } from '../../util/ids.js';
-import type { StreamPart } from '../types.js';
+import type { StreamPart } from '../../core/stream-part.js';
 import { applyPartialArgs } from './gemini-partial-args.js';
 import type { GeminiPart } from './gemini-wire-types.js';
 

@@ -1,5 +1,6 @@
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { StreamPart, StreamTransform } from '../types.js';
+import type { StreamPart } from '../../core/stream-part.js';
+import type { StreamTransform } from '../types.js';
 import { convertGeminiUsage } from './convert-gemini-usage.js';
 import { firstCandidate, promptBlockedError } from './convert-gemini-response.js';
 import { inBandGeminiError } from './gemini-error.js';

@@ -1,7 +1,8 @@
 import type { ToolCall } from '../../core/chat-types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { newToolCallId } from '../../util/ids.js';
-import type { ChatResult, UpstreamOperation } from '../types.js';
+import type { ChatResult } from '../../core/chat-result.js';
+import type { UpstreamOperation } from '../types.js';
 import { convertOpenAIUsage } from './convert-openai-usage.js';
 import { inBandOpenAIError } from './openai-error.js';
 import { mapOpenAIFinishReason } from './map-openai-finish-reason.js';

@@ -1,4 +1,5 @@
-import type { StreamPart, StreamTransform, UpstreamOperation } from '../types.js';
+import type { StreamPart } from '../../core/stream-part.js';
+import type { StreamTransform, UpstreamOperation } from '../types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { convertOpenAIUsage } from './convert-openai-usage.js';
 import { inBandOpenAIError } from './openai-error.js';

@@ -1,5 +1,5 @@
 import { newToolCallId } from '../../util/ids.js';
-import type { StreamPart } from '../types.js';
+import type { StreamPart } from '../../core/stream-part.js';
 import type { OpenAIToolCallWire } from './openai-wire-types.js';
 
 /**

@@ -1,12 +1,6 @@
-import type { ChatResult } from '../../../providers/types.js';
+import type { ChatResult } from '../../../core/chat-result.js';
+import type { ResponseIdentity } from '../../types.js';
 import type { UsageJson } from '../usage-json.js';
-
-/** Identity shared by a response and its chunks. */
-export interface ResponseIdentity {
-  id: string;
-  created: number;
-  model: string;
-}
 
 /**
  * The non-streamed chat completion body (SPEC §2.2).
@@ -27,19 +21,4 @@ export function chatCompletionBody(ident: ResponseIdentity, result: ChatResult, 
   };
   if (result.systemFingerprint) body.system_fingerprint = result.systemFingerprint;
   return body;
-}
-
-/**
- * The non-streamed legacy completion body.
- * @see https://platform.openai.com/docs/api-reference/completions/object
- */
-export function textCompletionBody(ident: ResponseIdentity, result: ChatResult, usage: UsageJson) {
-  return {
-    id: ident.id,
-    object: 'text_completion',
-    created: ident.created,
-    model: ident.model,
-    choices: [{ text: result.content ?? '', index: 0, logprobs: null, finish_reason: result.finishReason === 'tool_calls' ? 'stop' : result.finishReason }],
-    usage,
-  };
 }

@@ -1,0 +1,15 @@
+import type { FinishReason, ReasoningDetail, ToolCall, Usage } from './chat-types.js';
+
+/** A complete (non-streamed) result, provider-neutral. `usage` null: the upstream reported none. */
+export interface ChatResult {
+  content: string | null;
+  reasoning: string | null;
+  /** Reasoning state to echo back next turn; empty when none. */
+  reasoningDetails?: ReasoningDetail[];
+  refusal: string | null;
+  toolCalls: ToolCall[];
+  finishReason: Exclude<FinishReason, 'error'>;
+  nativeFinishReason: string | null;
+  usage: Usage | null;
+  systemFingerprint?: string | null;
+}

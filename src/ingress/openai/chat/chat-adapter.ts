@@ -1,0 +1,24 @@
+import type { ChatRequest } from '../../../core/chat-types.js';
+import type { IngressAdapter } from '../../types.js';
+import { openAIErrorBody } from '../error-envelope.js';
+import { usageToJson } from '../usage-json.js';
+import { parseChatRequest } from './chat-request-schema.js';
+import { chatCompletionBody } from './chat-response-body.js';
+import { chatStreamEncoder } from './chat-stream-encoder.js';
+
+/**
+ * `POST /v1/chat/completions` (seed 001): the internal chat request is this API's own shape, so
+ * the conversion is the identity.
+ * @see https://platform.openai.com/docs/api-reference/chat
+ */
+export const chatIngress: IngressAdapter<ChatRequest> = {
+  api: 'chat',
+  path: '/v1/chat/completions',
+  contentBlocks: false,
+  parse: parseChatRequest,
+  toChat: (req) => req,
+  recordedRequest: (req) => ({ messages: req.messages }),
+  createStreamEncoder: chatStreamEncoder,
+  responseBody: (ident, result, usage, costUsd) => chatCompletionBody(ident, result, usageToJson(usage, costUsd)),
+  errorBody: openAIErrorBody,
+};

@@ -1,0 +1,16 @@
+import { chatIngress } from './openai/chat/chat-adapter.js';
+import { completionsIngress } from './openai/completions/completions-adapter.js';
+import type { IngressAdapter } from './types.js';
+
+/**
+ * Every client API the gateway serves, by route: the server registers one POST route per entry
+ * and hands each request to the pipeline with its adapter.
+ */
+export const INGRESS_ADAPTERS: readonly IngressAdapter[] = [chatIngress, completionsIngress];
+
+const byPath = new Map<string, IngressAdapter>(INGRESS_ADAPTERS.map((a) => [a.path, a]));
+
+/** The adapter serving a route path (no query string), or undefined. */
+export function ingressForPath(path: string): IngressAdapter | undefined {
+  return byPath.get(path);
+}

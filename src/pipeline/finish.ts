@@ -1,0 +1,70 @@
+import { computeCost, picoToUsdNumber } from '../accounting/cost.js';
+import type { PromptSize } from '../accounting/estimate-tokens.js';
+import type { ResolvedEndpoint } from '../providers/types.js';
+import type { GenerationDraft } from './generation-draft.js';
+import type { GenerationInput } from './generation-input.js';
+import type { OutputAccumulator } from './output-accumulator.js';
+import type { GatewayRuntime } from './runtime.js';
+
+/**
+ * The finish-and-record stage: meter what an attempt produced, keep its text as retention
+ * allows, and close the generation with exactly one record.
+ */
+
+/**
+ * Put the served endpoint, usage (as reported, else estimated), cost and finish reason of an
+ * attempt on the draft.
+ * @returns the cost in USD, for the usage the client sees.
+ */
+export function meterAttempt(draft: GenerationDraft, target: ResolvedEndpoint, acc: OutputAccumulator, prompt: PromptSize): number {
+  const usage = acc.usageOr(prompt);
+  const cost = computeCost(usage, target.endpoint.pricing);
+  draft.usage = usage;
+  draft.costPico = cost.total;
+  draft.servedModel = target.model.id;
+  draft.provider = target.provider.id;
+  draft.endpoint = target.id;
+  draft.upstreamModel = target.endpoint.upstream_model;
+  draft.finishReason = acc.finish?.finishReason ?? null;
+  draft.nativeFinishReason = acc.finish?.nativeFinishReason ?? null;
+  return picoToUsdNumber(cost.total);
+}
+
+/** Keep the request and output text on the draft, unless retention is `none`. */
+export function keepContent(draft: GenerationDraft, input: GenerationInput, acc: OutputAccumulator): void {
+  if (draft.retention === 'none') return;
+  draft.content = {
+    request: input.ingress.recordedRequest(input.request),
+    output: { content: acc.text, reasoning: acc.reasoning || undefined, tool_calls: acc.toolCalls.length ? acc.toolCalls : undefined },
+  };
+}
+
+/**
+ * Close a generation: queue its one record, count it in the metrics and log one line. Every
+ * accepted request ends here exactly once.
+ */
+export function finishGeneration(rt: GatewayRuntime, draft: GenerationDraft): void {
+  const row = draft.toRow();
+  rt.writer.enqueue(row);
+  recordMetrics(rt, row, draft);
+  rt.log.info(
+    { reqId: row.request_id, generation: row.id, model: row.served_model ?? row.requested_model, provider: row.provider, status: row.status, code: row.error_code, streamed: draft.streamed, attempts: draft.attempts.length, prompt_tokens: row.prompt_tokens, completion_tokens: row.completion_tokens, ms: row.latency_ms, ttft_ms: row.ttft_ms },
+    'generation',
+  );
+}
+
+/** Count a finished generation in the Prometheus metrics. */
+function recordMetrics(rt: GatewayRuntime, row: ReturnType<GenerationDraft['toRow']>, draft: GenerationDraft): void {
+  const m = rt.metrics;
+  // Only catalog ids become label values: a client's made-up model names must not grow the series.
+  const asked = row.requested_model;
+  const model = row.served_model ?? (rt.catalog.models.has(asked) ? asked : 'unknown');
+  const provider = row.provider ?? '';
+  m.generations.inc({ model, provider, status: row.status, code: row.error_code ?? '' });
+  if (row.prompt_tokens) m.tokens.inc({ model, provider, direction: 'prompt' }, row.prompt_tokens);
+  if (row.completion_tokens) m.tokens.inc({ model, provider, direction: 'completion' }, row.completion_tokens);
+  if (draft.costPico > 0n) m.costUsd.inc({ model, provider }, Number(draft.costPico) / 1e12);
+  m.latency.observe({ model, streamed: row.streamed ? 'true' : 'false' }, row.latency_ms / 1000);
+  if (row.streamed && row.ttft_ms !== null) m.ttft.observe({ model }, row.ttft_ms / 1000);
+  for (const a of draft.attempts) m.attempts.inc({ endpoint: a.endpoint, code: a.error_code ?? 'ok' });
+}

@@ -1,0 +1,13 @@
+import type { ChatRequest } from '../core/chat-types.js';
+import type { IngressAdapter } from '../ingress/types.js';
+
+/** What the client asked for, as the pipeline carries it through every stage. */
+export interface GenerationInput {
+  /** The client API the request came in by. */
+  readonly ingress: IngressAdapter;
+  /** The validated request in that API's shape (what a native lane sends on). */
+  readonly request: unknown;
+  /** The same request in the internal format (routing, limits, translation). */
+  readonly chat: ChatRequest;
+  readonly stream: boolean;
+}

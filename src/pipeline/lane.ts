@@ -1,0 +1,44 @@
+import type { CompletionRequest } from '../core/chat-types.js';
+import type { ProviderAdapter, ResolvedEndpoint, UpstreamCall, UpstreamOperation } from '../providers/types.js';
+import type { GenerationInput } from './generation-input.js';
+
+/**
+ * How one attempt reaches its endpoint: `native` sends the client's own request on (only the
+ * gateway's edits: model name, limits), for "same format in and out", so nothing the internal
+ * format cannot carry is lost; `translate` goes through the internal chat request. `operation`
+ * tells the provider adapter which response format to parse.
+ */
+export interface Lane {
+  readonly native: boolean;
+  readonly operation: UpstreamOperation;
+}
+
+const TRANSLATE: Lane = { native: false, operation: 'chat' };
+const NATIVE_TEXT_COMPLETION: Lane = { native: true, operation: 'text-completion' };
+
+/**
+ * The one place that chooses between pass-through and translation, from the client API and the
+ * endpoint (its provider kind and what it serves). A new API or a new native pairing (Messages →
+ * an `anthropic` provider, Responses → an `openai` endpoint serving `/responses`) adds a case here.
+ */
+export function chooseLane(input: GenerationInput, target: ResolvedEndpoint, adapter: ProviderAdapter): Lane {
+  switch (input.ingress.api) {
+    case 'chat':
+      // The internal request is the chat format: for `openai` endpoints the translation is the
+      // client's body with the gateway's edits (dialect, dropped parameters).
+      return TRANSLATE;
+    case 'completions':
+      return target.endpoint.supports_text_completions && adapter.buildCompletionCall !== undefined ? NATIVE_TEXT_COMPLETION : TRANSLATE;
+  }
+}
+
+/** Build the upstream call of an attempt in its lane. May be async (e.g. Gemini inlines images). */
+export function buildUpstreamCall(lane: Lane, input: GenerationInput, target: ResolvedEndpoint, adapter: ProviderAdapter): UpstreamCall | Promise<UpstreamCall> {
+  switch (lane.operation) {
+    case 'text-completion':
+      // chooseLane picks this lane only for the completions API on adapters that build it.
+      return adapter.buildCompletionCall!(input.request as CompletionRequest, target, input.stream);
+    case 'chat':
+      return adapter.buildChatCall(input.chat, target, input.stream);
+  }
+}

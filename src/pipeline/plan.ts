@@ -1,0 +1,14 @@
+import type { PromptSize } from '../accounting/estimate-tokens.js';
+import { planRoute, type PlannedEndpoint } from '../routing/plan.js';
+import type { GenerationInput } from './generation-input.js';
+import type { GatewayRuntime } from './runtime.js';
+
+/**
+ * The plan stage: the endpoints to try, in order — the router's plan for the internal request,
+ * narrowed by the client API where only some endpoints can serve it.
+ * @throws GatewayError when no endpoint can serve the request (`no_endpoint_available` …).
+ */
+export function planAttempts(rt: GatewayRuntime, input: GenerationInput, prompt: PromptSize): PlannedEndpoint[] {
+  const plan = planRoute(input.chat, { catalog: rt.catalog, health: rt.health, random: rt.random }, prompt).endpoints;
+  return input.ingress.restrictPlan ? input.ingress.restrictPlan(input.request, plan) : plan;
+}

@@ -1,0 +1,106 @@
+import { PromptSize } from '../accounting/estimate-tokens.js';
+import { toGatewayError, type GatewayError } from '../errors/gateway-error.js';
+import type { IngressAdapter } from '../ingress/types.js';
+import type { ApiKey } from '../store/keys.js';
+import { newGenerationId } from '../util/ids.js';
+import { admit, type CreditLimit } from './admit.js';
+import { runAttempts } from './attempt-loop.js';
+import type { ClientSink } from './client-sink.js';
+import { errorHeaders, sendFailure, startKeepAlive, stopKeepAlive, type ResponseState } from './client-response.js';
+import { finishGeneration } from './finish.js';
+import { GenerationDraft } from './generation-draft.js';
+import type { GenerationInput } from './generation-input.js';
+import { planAttempts } from './plan.js';
+import type { GatewayRuntime } from './runtime.js';
+
+/**
+ * The request pipeline, the same for every client API: validate (the API's schema) → admit (allowed
+ * models, rate limits, credit) → plan → attempt loop (upstream attempts, each relayed as the client
+ * response) → finish and record. Below the route it knows no HTTP framework: it answers through a
+ * {@link ClientSink}. Exactly one generation record per request, whatever happens.
+ */
+export async function serveGeneration(rt: GatewayRuntime, ingress: IngressAdapter, body: unknown, key: ApiKey, requestId: string, sink: ClientSink): Promise<void> {
+  const model = peek(body, 'model');
+  const draft = new GenerationDraft(newGenerationId(), requestId, key.isAdmin ? null : key.id, ingress.api, peek(body, 'stream') === true, typeof model === 'string' ? model.slice(0, 200) : '');
+  let input: GenerationInput;
+  try {
+    const request = ingress.parse(body);
+    const chat = ingress.toChat(request);
+    input = { ingress, request, chat, stream: chat.stream === true };
+  } catch (thrown) {
+    refuse(rt, draft, ingress, sink, thrown);
+    return;
+  }
+  const op = input.chat.op;
+  draft.tags = op?.tags ?? [];
+  draft.session = op?.session ?? null;
+  draft.retention = op?.retention ?? key.settings.retention ?? rt.config.retention;
+  let credit: CreditLimit | undefined;
+  try {
+    credit = await admit(rt, key, input.chat, draft);
+  } catch (thrown) {
+    refuse(rt, draft, ingress, sink, thrown);
+    return;
+  }
+  await runGeneration(rt, input, draft, sink, credit);
+}
+
+function peek(body: unknown, field: string): unknown {
+  return body && typeof body === 'object' ? (body as Record<string, unknown>)[field] : undefined;
+}
+
+/** Refuse a request before any upstream attempt: record it, then send the error envelope. */
+function refuse(rt: GatewayRuntime, draft: GenerationDraft, ingress: IngressAdapter, sink: ClientSink, thrown: unknown): void {
+  const err = toGatewayError(thrown);
+  draft.status = 'error';
+  draft.errorCode = err.code;
+  draft.errorMessage = err.message;
+  draft.httpStatus = err.status;
+  finishGeneration(rt, draft);
+  sink.send(err.status, { ...draft.extraHeaders, 'x-op-generation-id': draft.id, ...errorHeaders(err, draft.requestId) }, ingress.errorBody(err, draft.requestId));
+}
+
+/**
+ * Serve an admitted request: plan, run the attempts, answer the failure if none answered, and
+ * record the generation.
+ */
+async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, sink: ClientSink, credit: CreditLimit | undefined): Promise<void> {
+  const { chat } = input;
+  const state: ResponseState = { headersSent: false, outputStarted: false, clientGone: new AbortController(), keepAlive: undefined };
+  const onClose = () => {
+    if (!sink.finished) state.clientGone.abort();
+  };
+  sink.onClose(onClose);
+  rt.inFlight++;
+  rt.metrics.inFlight.inc();
+  const keepAliveMs = rt.config.server.keepalive_interval_ms;
+  if (input.stream && keepAliveMs > 0) startKeepAlive(sink, state, draft, keepAliveMs);
+  const prompt = new PromptSize(chat.messages, chat.tools);
+  try {
+    await runAttempts(rt, input, draft, sink, state, planAttempts(rt, input, prompt), prompt, credit);
+  } catch (thrown) {
+    const err: GatewayError = toGatewayError(thrown);
+    if (err.code === 'internal_error') rt.log.error({ err: thrown, reqId: draft.requestId }, 'internal error');
+    if (state.clientGone.signal.aborted || err.code === 'client_closed_request') {
+      draft.status = 'cancelled';
+      draft.cancelled = true;
+      draft.errorCode = 'client_closed_request';
+      draft.httpStatus = 499;
+      if (!state.headersSent) sink.abandon();
+    } else {
+      draft.status = 'error';
+      draft.errorCode = err.code;
+      draft.errorMessage = err.message;
+      await sendFailure(sink, state, input.ingress, draft, err, chat.model);
+    }
+  } finally {
+    stopKeepAlive(state);
+    rt.inFlight--;
+    rt.metrics.inFlight.dec();
+    if (draft.keyId && draft.usage) {
+      void rt.limits.addTokens(draft.keyId, (draft.usage.promptTokens ?? 0) + (draft.usage.completionTokens ?? 0), Date.now()).catch(() => {});
+    }
+    sink.offClose(onClose);
+    finishGeneration(rt, draft);
+  }
+}
