@@ -1,6 +1,34 @@
-// ESLint flat config: typescript-eslint's recommended rules over the whole project.
+// ESLint flat config: typescript-eslint's recommended rules over the whole project, and the
+// layers of docs/architecture.md: a folder of src/ may import only from the layers below it.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+
+/** src/ folders from the top layer down; a folder never imports from a layer above its own. */
+const LAYERS = [
+  ['server'],
+  ['pipeline'],
+  ['ingress'],
+  ['routing', 'limits', 'store', 'relay'],
+  ['providers'],
+  ['accounting'],
+  ['core'],
+  ['config', 'errors', 'util'],
+];
+
+const layerRules = LAYERS.slice(1).map((folders, i) => {
+  const above = LAYERS.slice(0, i + 1).flat();
+  return {
+    files: folders.map((f) => `src/${f}/**/*.ts`),
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [{
+          group: above.map((f) => `**/${f}/*`),
+          message: `src/${folders.join(', src/')} may not import from a higher layer (${above.join(', ')}): see docs/architecture.md`,
+        }],
+      }],
+    },
+  };
+});
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/'] },
@@ -12,4 +40,5 @@ export default tseslint.config(
       'no-constant-condition': ['error', { checkLoops: false }],
     },
   },
+  ...layerRules,
 );
