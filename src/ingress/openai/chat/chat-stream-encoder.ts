@@ -1,7 +1,7 @@
 import type { StreamEncoder, ResponseIdentity } from '../../types.js';
-import { usageToJson } from '../usage-json.js';
+import { chunkHead, DONE, errorChunk, usageChunk } from '../openai-chunks.js';
 
-const DONE = 'data: [DONE]\n\n';
+const ERROR_CHOICE = { delta: {} };
 
 /**
  * `chat.completion.chunk` events: `data: <json>\n\n` each, `data: [DONE]` last. The final chunk
@@ -10,7 +10,7 @@ const DONE = 'data: [DONE]\n\n';
  * @see https://platform.openai.com/docs/api-reference/chat-streaming/streaming
  */
 export function chatStreamEncoder(ident: ResponseIdentity): StreamEncoder {
-  const head = `{"id":${JSON.stringify(ident.id)},"object":"chat.completion.chunk","created":${ident.created},"model":${JSON.stringify(ident.model)},`;
+  const head = chunkHead('chat.completion.chunk', ident);
   const delta = (d: unknown, finish: string | null = null): string =>
     `data: ${head}"choices":[{"index":0,"delta":${JSON.stringify(d)},"logprobs":null,"finish_reason":${finish === null ? 'null' : JSON.stringify(finish)}}]}\n\n`;
   return {
@@ -34,17 +34,8 @@ export function chatStreamEncoder(ident: ResponseIdentity): StreamEncoder {
           return '';
       }
     },
-    finish: (reason, usage, costUsd) => delta({}, reason) + `data: ${head}"choices":[],"usage":${JSON.stringify(usageToJson(usage, costUsd))}}\n\n`,
-    error: (err, requestId, usage, costUsd) =>
-      `data: ${JSON.stringify({
-        id: ident.id,
-        object: 'chat.completion.chunk',
-        created: ident.created,
-        model: ident.model,
-        choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: 'error' }],
-        usage: usageToJson(usage, costUsd),
-        error: err.toBody(requestId),
-      })}\n\n`,
+    finish: (reason, usage, costUsd) => delta({}, reason) + usageChunk(head, usage, costUsd),
+    error: (err, requestId, usage, costUsd) => errorChunk(head, ERROR_CHOICE, err, requestId, usage, costUsd),
     done: () => DONE,
   };
 }
