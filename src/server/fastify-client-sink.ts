@@ -43,7 +43,8 @@ export class FastifyClientSink implements ClientSink {
 
   send(status: number, headers: Record<string, string>, body: unknown): void {
     if (this.headersSent) return;
-    this.reply.code(status).headers(headers).type('application/json; charset=utf-8').send(body);
+    // Fastify serializes the object as application/json; charset=utf-8.
+    this.reply.code(status).headers(headers).send(body);
   }
 
   abandon(): void {
