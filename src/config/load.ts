@@ -65,6 +65,9 @@ function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, path: (string | n
   return value;
 }
 
+/** Provider kinds whose adapter serves `POST /embeddings` (an endpoint's `embeddings: true`). */
+const EMBEDDING_KINDS: readonly string[] = ['openai'];
+
 /** Cross-reference checks the schema cannot express. */
 function checkReferences(config: GatewayConfig): string[] {
   const issues: string[] = [];
@@ -89,6 +92,8 @@ function checkReferences(config: GatewayConfig): string[] {
       if (!p) {
         const known = [...providers.keys()].join(', ') || 'none configured';
         issues.push(`${at}.provider: unknown provider "${e.provider}" (known: ${known})`);
+      } else if (e.embeddings && !EMBEDDING_KINDS.includes(p.kind)) {
+        issues.push(`${at}.embeddings: provider kind "${p.kind}" does not serve embeddings (kinds that do: ${EMBEDDING_KINDS.join(', ')})`);
       }
       const ctx = e.context_length ?? m.context_length;
       if (e.max_completion_tokens !== undefined && e.max_completion_tokens > ctx) {

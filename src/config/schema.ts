@@ -121,13 +121,17 @@ export const endpointSchema = z
     ]),
     /** The upstream also serves legacy `POST /completions` for this model. */
     supports_text_completions: z.boolean().default(false),
+    /** The endpoint serves `POST /embeddings` (an embedding model). */
+    embeddings: z.boolean().default(false),
+    /** Most inputs per upstream embeddings call: a longer `input` array is sent in batches of this size. */
+    max_embedding_inputs: z.number().int().min(1).max(100_000).default(2048),
     quantization: z.string().optional(),
     weight: z.number().positive().default(1),
     timeouts: timeoutsSchema.partial().optional(),
   })
   .strict();
 
-const modality = z.enum(['text', 'image', 'audio', 'file', 'video']);
+const modality = z.enum(['text', 'image', 'audio', 'file', 'video', 'embeddings']);
 
 export const modelSchema = z
   .object({

@@ -1,5 +1,6 @@
 import type { ChatRequest, FinishReason, Usage } from '../core/chat-types.js';
 import type { ChatResult } from '../core/chat-result.js';
+import type { EmbeddingRequest, EmbeddingResult } from '../core/embedding-types.js';
 import type { OutputPart } from '../core/stream-part.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 import type { PlannedEndpoint } from '../routing/plan.js';
@@ -9,7 +10,7 @@ import type { PlannedEndpoint } from '../routing/plan.js';
  * record's `api`. Adding an API: a folder under src/ingress/<vendor>/<api>/ with an adapter, a
  * name here, an entry in registry.ts, and a case in the pipeline's lane choice (pipeline/lane.ts).
  */
-export type ClientApi = 'chat' | 'completions';
+export type ClientApi = 'chat' | 'completions' | 'embeddings';
 
 /** Identity shared by a response and every event of its stream. `created` is Unix seconds. */
 export interface ResponseIdentity {
@@ -40,21 +41,16 @@ export interface StreamEncoder {
 }
 
 /**
- * One client API, with fixed roles that mirror a provider adapter's: request schema (`parse`),
- * conversion to the internal request (`toChat`), stream encoding, response body, error envelope.
- * Adapters are stateless; the pipeline (src/pipeline/) runs every API through the same stages.
- * `Req` is the API's validated request.
+ * What every client API adapter has: route, request schema (`parse`), conversion to the internal
+ * request (`toChat`: routing, limits and translation work on it), error envelope. Adapters are
+ * stateless; the pipeline (src/pipeline/) runs every API through the same stages. `Req` is the
+ * API's validated request.
  */
-export interface IngressAdapter<Req = unknown> {
+interface IngressAdapterBase<Req> {
   /** Record value and lane key. */
   readonly api: ClientApi;
   /** The route, e.g. `/v1/chat/completions` (POST). */
   readonly path: string;
-  /**
-   * Whether the stream encoder wants `block-start` / `block-end` markers around content blocks
-   * (block-structured event formats); the pipeline frames parts only for those.
-   */
-  readonly contentBlocks: boolean;
   /**
    * Validate a request body (already JSON-parsed).
    * @throws GatewayError `invalid_json` / `invalid_request` with `param` naming the first bad field.
@@ -63,15 +59,41 @@ export interface IngressAdapter<Req = unknown> {
   /** The internal chat request this request is served as (routing, limits, translation). */
   toChat(req: Req): ChatRequest;
   /**
-   * Narrow the route plan for what only some endpoints can serve (e.g. legacy-only parameters).
+   * Narrow the route plan to the endpoints that can serve this request (legacy-only parameters,
+   * a capability such as embeddings).
    * @throws GatewayError when no planned endpoint can.
    */
   restrictPlan?(req: Req, plan: PlannedEndpoint[]): PlannedEndpoint[];
   /** The request text kept in the generation record (when retention allows). */
   recordedRequest(req: Req): unknown;
-  createStreamEncoder(ident: ResponseIdentity): StreamEncoder;
-  /** The non-streamed response body; `costUsd` in USD. */
-  responseBody(ident: ResponseIdentity, result: ChatResult, usage: Usage, costUsd: number): unknown;
   /** The error envelope of a failed request (HTTP body; the status comes from the catalog). */
   errorBody(err: GatewayError, requestId: string): unknown;
 }
+
+/**
+ * A client API that generates text (chat, legacy completions, later Messages and Responses):
+ * its roles mirror a provider adapter's — plus stream encoding and the response body.
+ */
+export interface GenerationIngress<Req = unknown> extends IngressAdapterBase<Req> {
+  readonly output: 'generation';
+  /**
+   * Whether the stream encoder wants `block-start` / `block-end` markers around content blocks
+   * (block-structured event formats); the pipeline frames parts only for those.
+   */
+  readonly contentBlocks: boolean;
+  createStreamEncoder(ident: ResponseIdentity): StreamEncoder;
+  /** The non-streamed response body; `costUsd` in USD. */
+  responseBody(ident: ResponseIdentity, result: ChatResult, usage: Usage, costUsd: number): unknown;
+}
+
+/** A client API that returns vectors (OpenAI embeddings): never streamed. */
+export interface EmbeddingIngress<Req = unknown> extends IngressAdapterBase<Req> {
+  readonly output: 'embeddings';
+  /** The internal embeddings request (what the upstream calls carry). */
+  toEmbeddingRequest(req: Req): EmbeddingRequest;
+  /** The response body; `model` is the catalog model that answered, `costUsd` in USD. */
+  embeddingBody(model: string, result: EmbeddingResult, usage: Usage, costUsd: number): unknown;
+}
+
+/** One client API; `output` tells which pipeline path serves it. */
+export type IngressAdapter<Req = unknown> = GenerationIngress<Req> | EmbeddingIngress<Req>;

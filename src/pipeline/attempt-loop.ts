@@ -10,7 +10,9 @@ import type { GenerationDraft } from './generation-draft.js';
 import type { GenerationInput } from './generation-input.js';
 import { buildUpstreamCall, chooseLane } from './lane.js';
 import { runtimeAdapter, type GatewayRuntime } from './runtime.js';
-import { completeAttempt, streamAttempt, type Attempt } from './upstream-attempt.js';
+import type { Attempt } from './attempt.js';
+import { embedAttempt } from './embedding-attempt.js';
+import { completeAttempt, streamAttempt } from './upstream-attempt.js';
 
 /** Error codes caused by the request itself: another endpoint of the same model would fail the same way. */
 const REQUEST_CAUSED = new Set(['upstream_bad_request', 'context_length_exceeded', 'reasoning_exhausted_output_limit', 'invalid_request', 'unsupported_parameter']);
@@ -73,12 +75,7 @@ export async function runAttempts(
     const attemptIndex = draft.attempts.length;
     const costBefore = draft.costPico;
     try {
-      const call = await buildUpstreamCall(lane, input, target, adapter);
-      draft.dropped = call.dropped;
-      draft.warnings = call.warnings ?? [];
-      draft.routingReason = planned.reason;
-      const attempt: Attempt = { rt, input, draft, sink, state, target, adapter, call, lane, prompt };
-      const status = stream ? await streamAttempt(attempt) : await completeAttempt(attempt);
+      const status = await runUpstreamAttempt({ rt, input, draft, sink, state, target, adapter, lane, prompt, reason: planned.reason });
       const latency = Math.round(performance.now() - started);
       draft.attempts.push({ endpoint: target.id, provider: target.provider.id, model: target.model.id, status, error_code: draft.errorCode, latency_ms: latency, reason: planned.reason });
       if (credit) await settleQuietly(rt, credit, reserved, draft.costPico, reservation);
@@ -117,6 +114,20 @@ export async function runAttempts(
   }
   if (state.clientGone.signal.aborted) throw new GatewayError('client_closed_request', 'the client closed the connection');
   throw lastError ?? new GatewayError('endpoints_unavailable', `every endpoint of ${JSON.stringify(chat.model)} is temporarily unavailable`, { retryAfterSeconds: 1 });
+}
+
+/**
+ * Run one attempt the way its client API is served: an embeddings call (in batches), a stream,
+ * or one complete response. Returns the upstream status.
+ */
+async function runUpstreamAttempt(a: Attempt): Promise<number> {
+  const ingress = a.input.ingress;
+  if (ingress.output === 'embeddings') return embedAttempt(a, ingress);
+  const call = await buildUpstreamCall(a.lane, a.input, a.target, a.adapter);
+  a.draft.dropped = call.dropped;
+  a.draft.warnings = call.warnings ?? [];
+  a.draft.routingReason = a.reason;
+  return a.input.stream ? streamAttempt(a, ingress, call) : completeAttempt(a, ingress, call);
 }
 
 /**

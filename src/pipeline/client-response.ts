@@ -80,7 +80,8 @@ export function stopKeepAlive(state: ResponseState): void {
  */
 export async function sendFailure(sink: ClientSink, state: ResponseState, ingress: IngressAdapter, draft: GenerationDraft, err: GatewayError, model: string): Promise<void> {
   if (state.headersSent) {
-    if (state.outputStarted) return;
+    // Only streams commit headers early, and only generation APIs stream.
+    if (state.outputStarted || ingress.output !== 'generation') return;
     const encoder = ingress.createStreamEncoder(identityFor(draft, model));
     await sink.write(encoder.error(err, draft.requestId, null, undefined));
     sink.end(encoder.done());

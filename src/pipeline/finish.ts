@@ -1,5 +1,6 @@
 import { computeCost, picoToUsdNumber } from '../accounting/cost.js';
 import type { PromptSize } from '../accounting/estimate-tokens.js';
+import type { Usage } from '../core/chat-types.js';
 import type { ResolvedEndpoint } from '../providers/types.js';
 import type { GenerationDraft } from './generation-draft.js';
 import type { GenerationInput } from './generation-input.js';
@@ -17,7 +18,17 @@ import type { GatewayRuntime } from './runtime.js';
  * @returns the cost in USD, for the usage the client sees.
  */
 export function meterAttempt(draft: GenerationDraft, target: ResolvedEndpoint, acc: OutputAccumulator, prompt: PromptSize): number {
-  const usage = acc.usageOr(prompt);
+  const costUsd = meterUsage(draft, target, acc.usageOr(prompt));
+  draft.finishReason = acc.finish?.finishReason ?? null;
+  draft.nativeFinishReason = acc.finish?.nativeFinishReason ?? null;
+  return costUsd;
+}
+
+/**
+ * Put the served endpoint, the usage and its cost on the draft.
+ * @returns the cost in USD.
+ */
+export function meterUsage(draft: GenerationDraft, target: ResolvedEndpoint, usage: Usage): number {
   const cost = computeCost(usage, target.endpoint.pricing);
   draft.usage = usage;
   draft.costPico = cost.total;
@@ -25,18 +36,18 @@ export function meterAttempt(draft: GenerationDraft, target: ResolvedEndpoint, a
   draft.provider = target.provider.id;
   draft.endpoint = target.id;
   draft.upstreamModel = target.endpoint.upstream_model;
-  draft.finishReason = acc.finish?.finishReason ?? null;
-  draft.nativeFinishReason = acc.finish?.nativeFinishReason ?? null;
   return picoToUsdNumber(cost.total);
 }
 
 /** Keep the request and output text on the draft, unless retention is `none`. */
 export function keepContent(draft: GenerationDraft, input: GenerationInput, acc: OutputAccumulator): void {
+  keepRecordText(draft, input, { content: acc.text, reasoning: acc.reasoning || undefined, tool_calls: acc.toolCalls.length ? acc.toolCalls : undefined });
+}
+
+/** Keep the request text and `output` on the draft, unless retention is `none`. */
+export function keepRecordText(draft: GenerationDraft, input: GenerationInput, output: unknown): void {
   if (draft.retention === 'none') return;
-  draft.content = {
-    request: input.ingress.recordedRequest(input.request),
-    output: { content: acc.text, reasoning: acc.reasoning || undefined, tool_calls: acc.toolCalls.length ? acc.toolCalls : undefined },
-  };
+  draft.content = { request: input.ingress.recordedRequest(input.request), output };
 }
 
 /**

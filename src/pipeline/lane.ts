@@ -1,4 +1,5 @@
 import type { CompletionRequest } from '../core/chat-types.js';
+import { GatewayError } from '../errors/gateway-error.js';
 import type { ProviderAdapter, ResolvedEndpoint, UpstreamCall, UpstreamOperation } from '../providers/types.js';
 import type { GenerationInput } from './generation-input.js';
 
@@ -15,6 +16,7 @@ export interface Lane {
 
 const TRANSLATE: Lane = { native: false, operation: 'chat' };
 const NATIVE_TEXT_COMPLETION: Lane = { native: true, operation: 'text-completion' };
+const NATIVE_EMBEDDINGS: Lane = { native: true, operation: 'embeddings' };
 
 /**
  * The one place that chooses between pass-through and translation, from the client API and the
@@ -29,10 +31,17 @@ export function chooseLane(input: GenerationInput, target: ResolvedEndpoint, ada
       return TRANSLATE;
     case 'completions':
       return target.endpoint.supports_text_completions && adapter.buildCompletionCall !== undefined ? NATIVE_TEXT_COMPLETION : TRANSLATE;
+    case 'embeddings':
+      // Served only by endpoints with `embeddings: true`, on kinds whose adapter builds the call
+      // (config refuses the others); the `openai` kind takes the client's fields as they are.
+      return NATIVE_EMBEDDINGS;
   }
 }
 
-/** Build the upstream call of an attempt in its lane. May be async (e.g. Gemini inlines images). */
+/**
+ * Build the upstream call of a generation attempt in its lane. May be async (e.g. Gemini inlines
+ * images). Embeddings calls are built per batch by the embedding attempt.
+ */
 export function buildUpstreamCall(lane: Lane, input: GenerationInput, target: ResolvedEndpoint, adapter: ProviderAdapter): UpstreamCall | Promise<UpstreamCall> {
   switch (lane.operation) {
     case 'text-completion':
@@ -40,5 +49,7 @@ export function buildUpstreamCall(lane: Lane, input: GenerationInput, target: Re
       return adapter.buildCompletionCall!(input.request as CompletionRequest, target, input.stream);
     case 'chat':
       return adapter.buildChatCall(input.chat, target, input.stream);
+    case 'embeddings':
+      throw new GatewayError('internal_error', 'embeddings calls are built per batch by the embedding attempt');
   }
 }

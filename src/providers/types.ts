@@ -1,5 +1,6 @@
 import type { ChatRequest, CompletionRequest } from '../core/chat-types.js';
 import type { ChatResult } from '../core/chat-result.js';
+import type { EmbeddingRequest, EmbeddingResult } from '../core/embedding-types.js';
 import type { StreamPart } from '../core/stream-part.js';
 import type { EndpointConfig, ModelConfig, ProviderConfig, TimeoutsConfig } from '../config/schema.js';
 import type { GatewayError } from '../errors/gateway-error.js';
@@ -38,7 +39,7 @@ export interface StreamTransform {
 }
 
 /** Which upstream operation a call performs. */
-export type UpstreamOperation = 'chat' | 'text-completion';
+export type UpstreamOperation = 'chat' | 'text-completion' | 'embeddings';
 
 /**
  * What a provider kind must implement. Adapters are stateless: pure conversions at the edge
@@ -52,6 +53,16 @@ export interface ProviderAdapter {
   buildChatCall(req: ChatRequest, target: ResolvedEndpoint, stream: boolean): UpstreamCall | Promise<UpstreamCall>;
   /** Build a native text-completion call, for endpoints with `supports_text_completions`. */
   buildCompletionCall?(req: CompletionRequest, target: ResolvedEndpoint, stream: boolean): UpstreamCall | Promise<UpstreamCall>;
+  /**
+   * Build one upstream embeddings call for `req` (its `input` already cut to the endpoint's
+   * `max_embedding_inputs`); present on kinds that serve embeddings.
+   */
+  buildEmbeddingCall?(req: EmbeddingRequest, target: ResolvedEndpoint): UpstreamCall | Promise<UpstreamCall>;
+  /**
+   * Parse a 2xx embeddings response body (already JSON-parsed).
+   * @throws GatewayError `upstream_invalid_response` when it holds no vectors.
+   */
+  parseEmbeddingResult?(body: unknown): EmbeddingResult;
   /**
    * Parse a complete 2xx response body (already JSON-parsed).
    * @throws GatewayError when the body is an error or not a valid response.

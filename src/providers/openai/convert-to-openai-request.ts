@@ -60,14 +60,16 @@ function applyReasoning(req: ChatRequest, body: Record<string, unknown>, support
   else if (effort) body.reasoning_effort = effort;
 }
 
-function headersFor(target: ResolvedEndpoint): Record<string, string> {
+/** Request headers of every call to an `openai` endpoint: JSON, the key, the provider's extra headers. */
+export function headersFor(target: ResolvedEndpoint): Record<string, string> {
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
   if (target.provider.api_key) headers.authorization = `Bearer ${target.provider.api_key}`;
   for (const [k, v] of Object.entries(target.provider.headers)) headers[k.toLowerCase()] = v;
   return headers;
 }
 
-function urlFor(target: ResolvedEndpoint, path: string): string {
+/** The URL of an API path (`/chat/completions` …) under the provider's base URL. */
+export function urlFor(target: ResolvedEndpoint, path: string): string {
   return `${(target.provider.base_url ?? '').replace(/\/+$/, '')}${path}`;
 }
 

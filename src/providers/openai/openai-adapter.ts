@@ -3,6 +3,7 @@ import { convertOpenAIResponse } from './convert-openai-response.js';
 import { convertToOpenAIChatRequest, convertToOpenAICompletionRequest } from './convert-to-openai-request.js';
 import { parseOpenAIErrorResponse } from './openai-error.js';
 import { createOpenAIStreamTransform } from './openai-stream-transform.js';
+import { convertOpenAIEmbeddingResponse, convertToOpenAIEmbeddingRequest } from './openai-embeddings.js';
 
 /**
  * The adapter for provider kind `openai`: any OpenAI-compatible server (OpenAI, vLLM,
@@ -12,6 +13,8 @@ export function createOpenAIAdapter(providerId: string): ProviderAdapter {
   return {
     buildChatCall: (req, target, stream) => convertToOpenAIChatRequest(req, target, stream),
     buildCompletionCall: (req, target, stream) => convertToOpenAICompletionRequest(req, target, stream),
+    buildEmbeddingCall: (req, target) => convertToOpenAIEmbeddingRequest(req, target),
+    parseEmbeddingResult: (body) => convertOpenAIEmbeddingResponse(providerId, body),
     parseResult: (body, operation) => convertOpenAIResponse(providerId, body, operation),
     createStreamTransform: (operation) => createOpenAIStreamTransform(providerId, operation),
     parseErrorResponse: (status, headers, bodyText) => parseOpenAIErrorResponse(providerId, status, headers, bodyText),

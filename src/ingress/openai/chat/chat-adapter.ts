@@ -1,5 +1,5 @@
 import type { ChatRequest } from '../../../core/chat-types.js';
-import type { IngressAdapter } from '../../types.js';
+import type { GenerationIngress } from '../../types.js';
 import { openAIErrorBody } from '../error-envelope.js';
 import { usageToJson } from '../usage-json.js';
 import { parseChatRequest } from './chat-request-schema.js';
@@ -11,9 +11,10 @@ import { chatStreamEncoder } from './chat-stream-encoder.js';
  * the conversion is the identity.
  * @see https://platform.openai.com/docs/api-reference/chat
  */
-export const chatIngress: IngressAdapter<ChatRequest> = {
+export const chatIngress: GenerationIngress<ChatRequest> = {
   api: 'chat',
   path: '/v1/chat/completions',
+  output: 'generation',
   contentBlocks: false,
   parse: parseChatRequest,
   toChat: (req) => req,

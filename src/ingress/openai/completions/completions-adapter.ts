@@ -1,7 +1,7 @@
 import type { CompletionRequest } from '../../../core/chat-types.js';
 import { GatewayError } from '../../../errors/gateway-error.js';
 import type { PlannedEndpoint } from '../../../routing/plan.js';
-import type { IngressAdapter } from '../../types.js';
+import type { GenerationIngress } from '../../types.js';
 import { openAIErrorBody } from '../error-envelope.js';
 import { usageToJson } from '../usage-json.js';
 import { parseCompletionRequest } from './completion-request-schema.js';
@@ -31,9 +31,10 @@ function restrictForCompletion(req: CompletionRequest, plan: PlannedEndpoint[]):
  * `supports_text_completions` (see pipeline/lane.ts), otherwise as a one-message chat.
  * @see https://platform.openai.com/docs/api-reference/completions
  */
-export const completionsIngress: IngressAdapter<CompletionRequest> = {
+export const completionsIngress: GenerationIngress<CompletionRequest> = {
   api: 'completions',
   path: '/v1/completions',
+  output: 'generation',
   contentBlocks: false,
   parse: parseCompletionRequest,
   toChat: completionToChat,

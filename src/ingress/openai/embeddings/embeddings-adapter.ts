@@ -1,0 +1,85 @@
+import type { ChatRequest, Usage } from '../../../core/chat-types.js';
+import type { EmbeddingRequest, EmbeddingResult } from '../../../core/embedding-types.js';
+import { GatewayError } from '../../../errors/gateway-error.js';
+import type { PlannedEndpoint } from '../../../routing/plan.js';
+import type { EmbeddingIngress } from '../../types.js';
+import { openAIErrorBody } from '../error-envelope.js';
+import { parseEmbeddingRequest, type EmbeddingsApiRequest } from './embedding-request-schema.js';
+
+/** `input` as a list: one entry per vector. */
+function inputList(input: EmbeddingsApiRequest['input']): string[] | number[][] {
+  if (typeof input === 'string') return [input];
+  if (input.length > 0 && typeof input[0] === 'number') return [input as number[]];
+  return input as string[] | number[][];
+}
+
+/**
+ * The chat form routing and limits work on: the longest text input as one user message (an
+ * endpoint's context length bounds each input, not the batch). Token-id inputs count as one
+ * character per token for the size bounds.
+ */
+function toChat(req: EmbeddingsApiRequest): ChatRequest {
+  let longest = '';
+  for (const item of inputList(req.input)) {
+    const size = typeof item === 'string' ? item.length : item.length;
+    if (size > longest.length) longest = typeof item === 'string' ? item : 'x'.repeat(item.length);
+  }
+  const chat: ChatRequest = { model: req.model, messages: [{ role: 'user', content: longest }] };
+  if (req.models) chat.models = req.models;
+  if (req.provider) chat.provider = req.provider;
+  if (req.op) chat.op = req.op;
+  if (req.user !== undefined) chat.user = req.user;
+  return chat;
+}
+
+/**
+ * Only endpoints that declare `embeddings: true` serve embeddings.
+ * @throws GatewayError `no_endpoint_available` when none of the model's endpoints does.
+ */
+function restrictToEmbeddingEndpoints(req: EmbeddingsApiRequest, plan: PlannedEndpoint[]): PlannedEndpoint[] {
+  const serving = plan.filter((p) => p.target.endpoint.embeddings);
+  if (serving.length === 0) {
+    throw new GatewayError('no_endpoint_available', `no endpoint of ${JSON.stringify(req.model)} serves embeddings (endpoints declare it with embeddings: true)`, { param: 'model' });
+  }
+  return serving;
+}
+
+/**
+ * The embeddings response body. `usage` has `prompt_tokens` and `total_tokens` (embeddings
+ * generate no tokens), plus the gateway's `cost` in USD.
+ * @see https://platform.openai.com/docs/api-reference/embeddings/object
+ */
+function embeddingBody(model: string, result: EmbeddingResult, usage: Usage, costUsd: number) {
+  const prompt = usage.promptTokens ?? 0;
+  return {
+    object: 'list',
+    data: result.embeddings.map((embedding, index) => ({ object: 'embedding', index, embedding })),
+    model,
+    usage: { prompt_tokens: prompt, total_tokens: prompt, cost: costUsd },
+  };
+}
+
+/**
+ * `POST /v1/embeddings` (OpenAI embeddings): routed, limited, recorded and priced like every
+ * generation; served by endpoints with `embeddings: true`, in batches of their
+ * `max_embedding_inputs`.
+ * @see https://platform.openai.com/docs/api-reference/embeddings
+ */
+export const embeddingsIngress: EmbeddingIngress<EmbeddingsApiRequest> = {
+  api: 'embeddings',
+  path: '/v1/embeddings',
+  output: 'embeddings',
+  parse: parseEmbeddingRequest,
+  toChat,
+  restrictPlan: restrictToEmbeddingEndpoints,
+  toEmbeddingRequest(req): EmbeddingRequest {
+    const out: EmbeddingRequest = { model: req.model, input: inputList(req.input) };
+    if (req.dimensions !== undefined) out.dimensions = req.dimensions;
+    if (req.encoding_format !== undefined) out.encoding_format = req.encoding_format;
+    if (req.user !== undefined) out.user = req.user;
+    return out;
+  },
+  recordedRequest: (req) => ({ input: req.input }),
+  embeddingBody,
+  errorBody: openAIErrorBody,
+};

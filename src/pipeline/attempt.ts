@@ -1,0 +1,45 @@
+import type { PromptSize } from '../accounting/estimate-tokens.js';
+import { GatewayError } from '../errors/gateway-error.js';
+import type { ProviderAdapter, ResolvedEndpoint } from '../providers/types.js';
+import type { ClientSink } from './client-sink.js';
+import type { ResponseState } from './client-response.js';
+import type { GenerationDraft } from './generation-draft.js';
+import type { GenerationInput } from './generation-input.js';
+import type { Lane } from './lane.js';
+import type { GatewayRuntime } from './runtime.js';
+
+/** What every kind of upstream attempt shares: its context, and helpers. */
+
+/** Largest upstream error body read, in bytes. */
+export const MAX_ERROR_BODY = 64 * 1024;
+
+/** What one attempt works with (one object per attempt, not a closure per part). */
+export interface Attempt {
+  readonly rt: GatewayRuntime;
+  readonly input: GenerationInput;
+  readonly draft: GenerationDraft;
+  readonly sink: ClientSink;
+  readonly state: ResponseState;
+  readonly target: ResolvedEndpoint;
+  readonly adapter: ProviderAdapter;
+  readonly lane: Lane;
+  readonly prompt: PromptSize;
+  /** Why the router put this endpoint where it was (for the record). */
+  readonly reason: string;
+}
+
+/** Read at most `limit` bytes of an (error) body as UTF-8 text. */
+export async function readCapped(body: AsyncIterable<Uint8Array>, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    chunks.push(Buffer.from(chunk));
+    size += chunk.byteLength;
+    if (size >= limit) break;
+  }
+  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
+}
+
+
+export const clientClosed = () => new GatewayError('client_closed_request', 'the client closed the connection');
+export const shuttingDown = () => new GatewayError('gateway_shutting_down', 'the gateway is shutting down and its drain time ran out; retry the request');

@@ -1,0 +1,97 @@
+import { estimateTextTokens } from '../accounting/estimate-tokens.js';
+import type { Usage } from '../core/chat-types.js';
+import type { EmbeddingRequest } from '../core/embedding-types.js';
+import { GatewayError } from '../errors/gateway-error.js';
+import type { EmbeddingIngress } from '../ingress/types.js';
+import { transportErrorToGatewayError } from '../providers/upstream-errors.js';
+import { sendUpstream } from '../relay/upstream-client.js';
+import { clientClosed, MAX_ERROR_BODY, readCapped, shuttingDown, type Attempt } from './attempt.js';
+import { responseHeaders } from './client-response.js';
+import { keepRecordText, meterUsage } from './finish.js';
+
+/**
+ * The upstream attempt of an embeddings request: the inputs in batches of the endpoint's
+ * `max_embedding_inputs`, one upstream call each (in order), the vectors joined and the usage
+ * summed; then one JSON response. Any failure fails the whole attempt (the loop may fail over).
+ * Returns the status of the last upstream call.
+ */
+export async function embedAttempt(a: Attempt, ingress: EmbeddingIngress): Promise<number> {
+  const { rt, input, draft, state, target, adapter } = a;
+  if (!adapter.buildEmbeddingCall || !adapter.parseEmbeddingResult) {
+    throw new GatewayError('internal_error', `provider kind ${target.provider.kind} has no embeddings call`);
+  }
+  const req = ingress.toEmbeddingRequest(input.request);
+  const batchSize = target.endpoint.max_embedding_inputs;
+  const total = new AbortController();
+  let timedOut = false;
+  const timer = target.timeouts.total_ms > 0 ? setTimeout(() => { timedOut = true; total.abort(); }, target.timeouts.total_ms) : undefined;
+  const signal = AbortSignal.any([state.clientGone.signal, total.signal, rt.shutdown.signal]);
+  const embeddings: Array<number[] | string> = [];
+  let usage: Usage | null = null;
+  let reported = true;
+  let status = 0;
+  try {
+    for (let start = 0; start < req.input.length; start += batchSize) {
+      const batch = { ...req, input: req.input.slice(start, start + batchSize) } as EmbeddingRequest;
+      const call = await adapter.buildEmbeddingCall(batch, target);
+      if (start === 0) {
+        draft.dropped = call.dropped;
+        draft.warnings = call.warnings ?? [];
+        draft.routingReason = a.reason;
+      }
+      const res = await sendUpstream(call, rt.pools.agentFor(target.provider), target.timeouts, signal);
+      status = res.statusCode;
+      if (res.statusCode >= 300) throw adapter.parseErrorResponse(res.statusCode, res.headers, await readCapped(res.body, MAX_ERROR_BODY));
+      let json: unknown;
+      try {
+        json = JSON.parse(await res.body.text());
+      } catch {
+        throw new GatewayError('upstream_invalid_response', `${target.provider.id}: response body is not JSON`, { metadata: { provider: target.provider.id } });
+      }
+      const result = adapter.parseEmbeddingResult(json);
+      if (result.embeddings.length !== batch.input.length) {
+        throw new GatewayError('upstream_invalid_response', `${target.provider.id}: ${result.embeddings.length} vectors for ${batch.input.length} inputs`, { metadata: { provider: target.provider.id } });
+      }
+      embeddings.push(...result.embeddings);
+      if (result.usage === null) reported = false;
+      else usage = addUsage(usage, result.usage);
+    }
+  } catch (err) {
+    if (rt.shutdown.signal.aborted) throw shuttingDown();
+    if (timedOut) throw new GatewayError('upstream_timeout', `${target.provider.id}: no complete response within ${target.timeouts.total_ms} ms`, { metadata: { provider: target.provider.id } });
+    if (err instanceof GatewayError) throw err;
+    if (state.clientGone.signal.aborted) throw clientClosed();
+    throw transportErrorToGatewayError(err, target.provider.id);
+  } finally {
+    clearTimeout(timer);
+  }
+  // A batch without usage makes the whole count an estimate (never a mix passed off as reported).
+  const metered = reported && usage !== null ? usage : estimateUsage(req.input);
+  const costUsd = meterUsage(draft, target, metered);
+  draft.finishReason = 'stop';
+  keepRecordText(draft, input, { vectors: embeddings.length });
+  draft.markFirstToken();
+  state.outputStarted = true;
+  a.sink.send(200, responseHeaders(draft), ingress.embeddingBody(target.model.id, { embeddings, usage: metered }, metered, costUsd));
+  return status;
+}
+
+function addUsage(sum: Usage | null, u: Usage): Usage {
+  if (sum === null) return u;
+  const add = (x: number | null, y: number | null) => (x === null || y === null ? null : x + y);
+  return {
+    promptTokens: add(sum.promptTokens, u.promptTokens),
+    completionTokens: add(sum.completionTokens, u.completionTokens),
+    cachedTokens: add(sum.cachedTokens, u.cachedTokens),
+    cacheWriteTokens: add(sum.cacheWriteTokens, u.cacheWriteTokens),
+    reasoningTokens: add(sum.reasoningTokens, u.reasoningTokens),
+    source: 'upstream',
+  };
+}
+
+/** The tokenizer's count of the inputs (token-id inputs count their ids). */
+function estimateUsage(inputs: string[] | number[][]): Usage {
+  let tokens = 0;
+  for (const item of inputs) tokens += typeof item === 'string' ? estimateTextTokens(item) : item.length;
+  return { promptTokens: tokens, completionTokens: null, cachedTokens: null, cacheWriteTokens: null, reasoningTokens: null, source: 'estimated' };
+}
