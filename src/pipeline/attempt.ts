@@ -1,6 +1,7 @@
 import type { PromptSize } from '../accounting/estimate-tokens.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { ProviderAdapter, ResolvedEndpoint } from '../providers/types.js';
+import { transportErrorToGatewayError } from '../providers/upstream-errors.js';
 import type { ClientSink } from './client-sink.js';
 import type { ResponseState } from './client-response.js';
 import type { GenerationDraft } from './generation-draft.js';
@@ -43,3 +44,16 @@ export async function readCapped(body: AsyncIterable<Uint8Array>, limit: number)
 
 export const clientClosed = () => new GatewayError('client_closed_request', 'the client closed the connection');
 export const shuttingDown = () => new GatewayError('gateway_shutting_down', 'the gateway is shutting down and its drain time ran out; retry the request');
+
+/**
+ * The catalog error for a failed non-streamed call: the drain ran out, the total timeout fired
+ * (`timedOut`), an upstream error as parsed, the client left, or a transport failure.
+ */
+export function nonStreamedFailure(a: Attempt, err: unknown, timedOut: boolean): GatewayError {
+  const { target } = a;
+  if (a.rt.shutdown.signal.aborted) return shuttingDown();
+  if (timedOut) return new GatewayError('upstream_timeout', `${target.provider.id}: no complete response within ${target.timeouts.total_ms} ms`, { metadata: { provider: target.provider.id } });
+  if (err instanceof GatewayError) return err;
+  if (a.state.clientGone.signal.aborted) return clientClosed();
+  return transportErrorToGatewayError(err, target.provider.id);
+}

@@ -3,9 +3,8 @@ import type { Usage } from '../core/chat-types.js';
 import type { EmbeddingRequest } from '../core/embedding-types.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { EmbeddingIngress } from '../ingress/types.js';
-import { transportErrorToGatewayError } from '../providers/upstream-errors.js';
 import { sendUpstream } from '../relay/upstream-client.js';
-import { clientClosed, MAX_ERROR_BODY, readCapped, shuttingDown, type Attempt } from './attempt.js';
+import { MAX_ERROR_BODY, nonStreamedFailure, readCapped, type Attempt } from './attempt.js';
 import { responseHeaders } from './client-response.js';
 import { keepRecordText, meterUsage } from './finish.js';
 
@@ -57,11 +56,7 @@ export async function embedAttempt(a: Attempt, ingress: EmbeddingIngress): Promi
       else usage = addUsage(usage, result.usage);
     }
   } catch (err) {
-    if (rt.shutdown.signal.aborted) throw shuttingDown();
-    if (timedOut) throw new GatewayError('upstream_timeout', `${target.provider.id}: no complete response within ${target.timeouts.total_ms} ms`, { metadata: { provider: target.provider.id } });
-    if (err instanceof GatewayError) throw err;
-    if (state.clientGone.signal.aborted) throw clientClosed();
-    throw transportErrorToGatewayError(err, target.provider.id);
+    throw nonStreamedFailure(a, err, timedOut);
   } finally {
     clearTimeout(timer);
   }

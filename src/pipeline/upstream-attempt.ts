@@ -8,7 +8,7 @@ import { sseEvents } from '../relay/sse-events.js';
 import { sendUpstream } from '../relay/upstream-client.js';
 import { endStreamWithError, identityFor, responseHeaders, sendStreamHeaders, stopKeepAlive } from './client-response.js';
 import { keepContent, meterAttempt } from './finish.js';
-import { clientClosed, MAX_ERROR_BODY, readCapped, shuttingDown, type Attempt } from './attempt.js';
+import { clientClosed, MAX_ERROR_BODY, nonStreamedFailure, readCapped, shuttingDown, type Attempt } from './attempt.js';
 import { OutputAccumulator } from './output-accumulator.js';
 
 /**
@@ -53,11 +53,7 @@ export async function completeAttempt(a: Attempt, ingress: GenerationIngress, ca
     a.sink.send(200, responseHeaders(draft), body);
     return res.statusCode;
   } catch (err) {
-    if (rt.shutdown.signal.aborted) throw shuttingDown();
-    if (timedOut) throw new GatewayError('upstream_timeout', `${target.provider.id}: no complete response within ${target.timeouts.total_ms} ms`, { metadata: { provider: target.provider.id } });
-    if (err instanceof GatewayError) throw err;
-    if (state.clientGone.signal.aborted) throw clientClosed();
-    throw transportErrorToGatewayError(err, target.provider.id);
+    throw nonStreamedFailure(a, err, timedOut);
   } finally {
     clearTimeout(timer);
   }

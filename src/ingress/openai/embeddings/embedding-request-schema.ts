@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { OpOptions, ProviderPreferences } from '../../../core/chat-types.js';
+import type { EmbeddingRequest } from '../../../core/embedding-types.js';
 import { gatewayFields } from '../../gateway-fields.js';
 import { firstIssueError, pickKnown, requireObject } from '../../validate.js';
 
@@ -33,17 +33,8 @@ export const embeddingRequestSchema = z
   })
   .passthrough();
 
-/** A validated embeddings request, as the client sent it. */
-export interface EmbeddingsApiRequest {
-  model: string;
-  input: string | string[] | number[] | number[][];
-  dimensions?: number;
-  encoding_format?: 'float' | 'base64';
-  user?: string;
-  models?: string[];
-  provider?: ProviderPreferences;
-  op?: OpOptions;
-}
+/** A validated embeddings request, as the client sent it: `input` not yet made a list. */
+export type EmbeddingsApiRequest = Omit<EmbeddingRequest, 'input'> & { input: string | string[] | number[] | number[][] };
 
 const KNOWN_EMBEDDING_FIELDS = new Set(Object.keys(embeddingRequestSchema.shape));
 
