@@ -2,7 +2,7 @@ import type { ChatRequest } from '../api/chat-types.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { ResolvedEndpoint } from '../providers/types.js';
 import type { Catalog } from './catalog.js';
-import type { HealthRegistry } from './endpoint-health.js';
+import type { Admission, HealthRegistry } from './endpoint-health.js';
 import { endpointPrice, filterEndpoint, requiredParameters, type ExclusionReason, type PromptTokens } from './filters.js';
 
 /** Why an endpoint was left out of a plan. */
@@ -32,6 +32,12 @@ export interface RouteContext {
   health: HealthRegistry;
   /** Uniform [0, 1) source for the price-weighted choice (seedable in tests). */
   random: () => number;
+}
+
+/** Why health keeps an endpoint out, in words; "after a rate limit" only when one started it. */
+function healthDetail(a: Exclude<Admission, { ok: true }>): string {
+  if (a.reason === 'circuit_open') return 'circuit open after repeated failures';
+  return a.cause === 'rate_limit' ? 'cooling down after a rate limit' : 'cooling down: the upstream failed and asked for a pause (Retry-After)';
 }
 
 /** Order endpoints by a random draw without replacement, weighted by weight / price². */
@@ -101,7 +107,8 @@ function orderModel(eligible: ResolvedEndpoint[], req: ChatRequest, ctx: RouteCo
  * Turn a request into an ordered plan (SPEC §2.1, OpenRouter provider routing): for `model`
  * then each of `models`, the endpoints that pass every filter, ordered by `provider.order`,
  * `sort`, or a price-weighted random draw with recently failing endpoints last. Endpoints
- * whose circuit is open or that are cooling down after a rate limit are left out.
+ * whose circuit is open or that are cooling down (after a rate limit, or a failure sent with
+ * `Retry-After`) are left out.
  * @throws GatewayError `no_providers_configured` (empty catalog), `no_endpoint_available` (unknown
  *   model or every endpoint filtered out; the message lists why), `context_length_exceeded`
  *   (only the context window excluded them), `endpoints_unavailable` (only health excluded them).
@@ -133,7 +140,7 @@ export function planRoute(req: ChatRequest, ctx: RouteContext, promptTokens: num
         const admission = ctx.health.peek(target.id);
         if (!admission.ok) {
           retryAfterMs = Math.min(retryAfterMs, admission.retryAfterMs);
-          verdict = { reason: admission.reason, detail: admission.reason === 'cooldown' ? 'cooling down after a rate limit' : 'circuit open after repeated failures' };
+          verdict = { reason: admission.reason, detail: healthDetail(admission) };
         }
       }
       if (verdict) plan.excluded.push({ endpoint: target.id, model: modelId, ...verdict });
