@@ -40,6 +40,7 @@ function toWireMessages(messages: ChatMessage[], dialect: OpenAIDialect): unknow
     if (rest.tool_calls?.length && rest.content === '') out.content = null;
     if (reasoning) {
       if (dialect.echoReasoning === 'reasoning') out.reasoning = reasoning;
+      else if (dialect.echoReasoning === 'reasoning_content') out.reasoning_content = reasoning;
       else if (dialect.echoReasoning === 'reasoning_content_on_tool_calls' && rest.tool_calls?.length) out.reasoning_content = reasoning;
     }
     if (reasoning_details && dialect.echoReasoningDetails) out.reasoning_details = reasoning_details;

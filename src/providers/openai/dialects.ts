@@ -17,10 +17,11 @@ export interface OpenAIDialect {
   reasoningParam: 'reasoning_effort' | 'reasoning' | 'none';
   /**
    * How an assistant turn's earlier reasoning is echoed in history: dropped, as `reasoning`
-   * (vLLM ≥ 0.16, Ollama, OpenRouter), or as `reasoning_content` on tool-call turns (DeepSeek
-   * thinking mode requires it there and rejects it elsewhere).
+   * (vLLM ≥ 0.16, Ollama, OpenRouter), as `reasoning_content` (llama.cpp), or as
+   * `reasoning_content` on tool-call turns only (DeepSeek thinking mode requires it there and
+   * rejects it elsewhere).
    */
-  echoReasoning: 'drop' | 'reasoning' | 'reasoning_content_on_tool_calls';
+  echoReasoning: 'drop' | 'reasoning' | 'reasoning_content' | 'reasoning_content_on_tool_calls';
   /** Keep `reasoning_details` in history (OpenRouter understands them). */
   echoReasoningDetails: boolean;
   /** Whether the server understands `parallel_tool_calls` (others ignore or reject it). */
@@ -42,7 +43,7 @@ const base: OpenAIDialect = {
 export const DIALECTS: Readonly<Record<OpenAIDialectName, OpenAIDialect>> = Object.freeze({
   openai: base,
   vllm: { ...base, outputLimitField: 'max_tokens', echoReasoning: 'reasoning' },
-  llamacpp: { ...base, outputLimitField: 'max_tokens', reasoningParam: 'none', namedToolChoice: false },
+  llamacpp: { ...base, outputLimitField: 'max_tokens', reasoningParam: 'none', echoReasoning: 'reasoning_content', namedToolChoice: false },
   ollama: { ...base, outputLimitField: 'max_tokens', echoReasoning: 'reasoning', parallelToolCalls: false },
   deepseek: { ...base, outputLimitField: 'max_tokens', reasoningParam: 'none', echoReasoning: 'reasoning_content_on_tool_calls', parallelToolCalls: false },
   groq: { ...base, reasoningParam: 'reasoning_effort' },
