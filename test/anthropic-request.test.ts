@@ -441,10 +441,10 @@ describe('Anthropic request translation', () => {
       { type: 'reasoning.text', text: 'I should call get_weather.', signature: 'sig-abc==', format: 'anthropic-claude-v1' },
       { type: 'reasoning.encrypted', data: 'opaque-xyz', format: 'anthropic-claude-v1' },
     ]);
+    // A tool call goes out whole when its block stops (never cut mid-arguments).
     assert.deepEqual(calls, [
       { index: 0, id: 'toolu_01', type: 'function', function: { name: 'get_weather', arguments: '' } },
-      { index: 0, function: { arguments: '{"city":' } },
-      { index: 0, function: { arguments: ' "Paris"}' } },
+      { index: 0, function: { arguments: '{"city": "Paris"}' } },
     ]);
     assert.equal(deltas.map((d) => d.content ?? '').join(''), 'Checking.');
     assert.deepEqual(chunks.map((c) => c.choices[0]?.finish_reason).filter(Boolean), ['tool_calls']);
