@@ -28,10 +28,10 @@ function config(upstreamUrl: string) {
       { id: 'claude-root', kind: 'anthropic', base_url: `${upstreamUrl.replace(/\/v1$/, '')}/`, api_key: 'k2', headers: { 'Anthropic-Beta': 'output-128k-2025-02-19' } },
     ],
     models: [
-      { id: 'anthropic/claude', context_length: 200000, endpoints: [endpoint] },
-      { id: 'anthropic/claude-capped', context_length: 200000, endpoints: [{ ...endpoint, max_completion_tokens: 8192 }] },
-      { id: 'anthropic/claude-native', context_length: 200000, endpoints: [{ ...endpoint, supported_parameters: [...PARAMS, 'structured_outputs'] }] },
-      { id: 'anthropic/claude-root', context_length: 200000, endpoints: [{ ...endpoint, provider: 'claude-root', upstream_model: 'claude-haiku-4-5', supported_parameters: ['temperature'] }] },
+      { id: 'anthropic/claude', context_length: 200000, architecture: { input_modalities: ['text', 'image', 'file'] }, endpoints: [endpoint] },
+      { id: 'anthropic/claude-capped', context_length: 200000, architecture: { input_modalities: ['text', 'image', 'file'] }, endpoints: [{ ...endpoint, max_completion_tokens: 8192 }] },
+      { id: 'anthropic/claude-native', context_length: 200000, architecture: { input_modalities: ['text', 'image', 'file'] }, endpoints: [{ ...endpoint, supported_parameters: [...PARAMS, 'structured_outputs'] }] },
+      { id: 'anthropic/claude-root', context_length: 200000, architecture: { input_modalities: ['text', 'image', 'file'] }, endpoints: [{ ...endpoint, provider: 'claude-root', upstream_model: 'claude-haiku-4-5', supported_parameters: ['temperature'] }] },
     ],
   };
 }

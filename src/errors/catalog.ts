@@ -58,6 +58,10 @@ export const ERROR_CATALOG = define({
     status: 413, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
     description: 'The request body is larger than `server.body_limit_bytes` allows.',
   },
+  unsupported_input_modality: {
+    status: 400, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
+    description: 'A message part (image, audio, file) is of a kind the model does not take (its `architecture.input_modalities`), or an endpoint that takes string content only cannot carry it; `param` names the part, e.g. `messages[3].content[1]`. Nothing was sent upstream.',
+  },
   unsupported_parameter: {
     status: 400, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
     description: 'A parameter has no meaning on this route (for example `suffix` sent to a chat-only endpoint); `param` names it.',

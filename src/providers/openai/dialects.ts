@@ -26,6 +26,11 @@ export interface OpenAIDialect {
   echoReasoningDetails: boolean;
   /** Whether the server understands `parallel_tool_calls` (others ignore or reject it). */
   parallelToolCalls: boolean;
+  /**
+   * Whether the server takes only string `content` (DeepSeek: "invalid type: sequence, expected
+   * a string"; Groq for system messages): text-only content arrays are sent joined.
+   */
+  stringContent: boolean;
   /** Whether a named `tool_choice` is honoured (llama.cpp treats it as `auto`: send `required` with only that tool instead). */
   namedToolChoice: boolean;
 }
@@ -36,6 +41,7 @@ const base: OpenAIDialect = {
   echoReasoning: 'drop',
   echoReasoningDetails: false,
   parallelToolCalls: true,
+  stringContent: false,
   namedToolChoice: true,
 };
 
@@ -45,8 +51,8 @@ export const DIALECTS: Readonly<Record<OpenAIDialectName, OpenAIDialect>> = Obje
   vllm: { ...base, outputLimitField: 'max_tokens', echoReasoning: 'reasoning' },
   llamacpp: { ...base, outputLimitField: 'max_tokens', reasoningParam: 'none', echoReasoning: 'reasoning_content', namedToolChoice: false },
   ollama: { ...base, outputLimitField: 'max_tokens', echoReasoning: 'reasoning', parallelToolCalls: false },
-  deepseek: { ...base, outputLimitField: 'max_tokens', reasoningParam: 'none', echoReasoning: 'reasoning_content_on_tool_calls', parallelToolCalls: false },
-  groq: { ...base, reasoningParam: 'reasoning_effort' },
+  deepseek: { ...base, outputLimitField: 'max_tokens', reasoningParam: 'none', echoReasoning: 'reasoning_content_on_tool_calls', parallelToolCalls: false, stringContent: true },
+  groq: { ...base, reasoningParam: 'reasoning_effort', stringContent: true },
   openrouter: { ...base, outputLimitField: 'max_tokens', reasoningParam: 'reasoning', echoReasoning: 'reasoning', echoReasoningDetails: true },
   mistral: { ...base, outputLimitField: 'max_tokens', reasoningParam: 'none', parallelToolCalls: true },
 });
