@@ -89,6 +89,11 @@ const SHAPES: Shape[] = [
     kind: 'openai', stream: true, status: 502, code: 'upstream_error', failsOver: true, message: /slot unavailable/,
     response: { rawChunks: ['event: error\ndata: slot unavailable\n\n'] },
   },
+  {
+    name: 'nothing generated, no finish reason, only usage before [DONE]',
+    kind: 'openai', stream: true, status: 502, code: 'upstream_connection_failed', failsOver: true, message: /ended before the generation finished/,
+    response: { sse: [OA_ROLE, ev({ choices: [], usage: { prompt_tokens: 9, completion_tokens: 0, total_tokens: 9 } })] },
+  },
   // Anthropic streams
   {
     name: 'Anthropic `error` event (rate_limit_error) after message_start',

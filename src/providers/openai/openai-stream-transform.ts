@@ -21,6 +21,7 @@ export function createOpenAIStreamTransform(providerId: string, _operation: Upst
   const tools = new ToolCallIndexer();
   let finish: string | null | undefined;
   let finished = false;
+  let produced = false;
   let usage: StreamPart | undefined;
 
   return {
@@ -55,14 +56,16 @@ export function createOpenAIStreamTransform(providerId: string, _operation: Upst
       // Groq reports stream usage under `x_groq.usage`.
       const u = convertOpenAIUsage(chunk.usage ?? (chunk as { x_groq?: { usage?: OpenAIResponseWire['usage'] } }).x_groq?.usage);
       if (u) usage = { type: 'usage', usage: u };
+      if (parts.length > 0) produced = true;
       return parts;
     },
     flush() {
       const parts: StreamPart[] = [];
       if (!finished) {
         finished = true;
-        if (finish === undefined && usage === undefined) {
-          // The stream ended with neither a finish reason nor usage: it was cut.
+        if (finish === undefined && (usage === undefined || !produced)) {
+          // The stream ended with neither a finish reason nor usage (it was cut), or with only
+          // usage and nothing generated: a failure, never an empty success.
           return [{ type: 'error', error: new GatewayError('upstream_connection_failed', `${providerId}: the stream ended before the generation finished`, { metadata: { provider: providerId } }) }];
         }
         parts.push({ type: 'finish', finishReason: mapOpenAIFinishReason(finish, tools.size > 0), nativeFinishReason: finish ?? null });
