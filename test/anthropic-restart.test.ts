@@ -38,7 +38,7 @@ describe('Anthropic: a message restarted mid-stream', { skip }, () => {
     up = await startUpstream();
     gw = await startGateway({
       providers: [{ id: 'claude', kind: 'anthropic', base_url: up.url, api_key: 'k' }],
-      models: [{ id: 'anthropic/claude', context_length: 200000, endpoints: [{ provider: 'claude', upstream_model: 'claude-haiku-4-5', supported_parameters: ['tools', 'tool_choice', 'max_tokens'] }] }],
+      models: [{ id: 'anthropic/claude', context_length: 200000, endpoints: [{ provider: 'claude', upstream_model: 'claude-haiku-4-5', supported_parameters: ['tools', 'tool_choice', 'max_tokens', 'response_format'] }] }],
     });
     client = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.adminKey, maxRetries: 0 });
   });
@@ -92,6 +92,20 @@ describe('Anthropic: a message restarted mid-stream', { skip }, () => {
     assert.equal(call.type === 'function' ? call.function.name : '', 'weather');
     assert.deepEqual(JSON.parse(call.type === 'function' ? call.function.arguments : ''), { location: 'San Francisco' });
     assert.equal(final.choices[0]!.finish_reason, 'tool_calls');
+  });
+
+  test('response_format through the forced JSON tool, restarted mid-JSON: the content is the JSON once', async () => {
+    const events = restartMidToolCall(TOOL_ONLY).map((e) => e.replace('"name":"weather"', '"name":"json_response"'));
+    up.enqueue({ framing: 'anthropic', sse: events });
+    const res = await fetch(`${gw.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'anthropic/claude', stream: true, response_format: { type: 'json_object' }, messages: [{ role: 'user', content: 'weather as JSON' }] }),
+    });
+    const chunks = (await res.text()).split('\n\n').filter((b) => b.startsWith('data: {')).map((b) => JSON.parse(b.slice(6)) as Json);
+    const content = chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('');
+    assert.deepEqual(JSON.parse(content), { location: 'San Francisco' });
+    assert.deepEqual(chunks.map((c) => c.choices[0]?.finish_reason).filter(Boolean), ['stop']);
   });
 
   test('a stream cut mid tool call (no restart) sends no half call: before any content it is a failed attempt', async () => {

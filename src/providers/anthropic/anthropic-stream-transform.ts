@@ -136,7 +136,7 @@ export function createAnthropicStreamTransform(providerId: string): StreamTransf
         if (state?.kind === 'tool') state.args += json;
         if (state?.kind !== 'json') return [];
         state.sawArguments = true;
-        return [{ type: 'text', text: json }];
+        return answerText(json);
       }
       default: {
         const unreachable: never = type;
@@ -163,7 +163,7 @@ export function createAnthropicStreamTransform(providerId: string): StreamTransf
         ];
       }
       case 'json':
-        return state.sawArguments ? [] : [{ type: 'text', text: startInputJson(state.input) }];
+        return state.sawArguments ? [] : answerText(startInputJson(state.input));
       case 'text':
       case 'ignored':
       case undefined:
