@@ -1,7 +1,8 @@
 import { GatewayError } from '../../errors/gateway-error.js';
-import { inBandErrorStatus } from '../in-band-error-status.js';
 import { parseRetryAfter, upstreamFailureToError } from '../upstream-errors.js';
 import type { GeminiErrorWire } from './gemini-wire-types.js';
+
+import { inBandErrorStatus } from '../in-band-error-status.js';
 
 const MAX_MESSAGE = 2000;
 

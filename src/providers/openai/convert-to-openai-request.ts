@@ -1,9 +1,10 @@
-import type { ChatMessage, ChatRequest, CompletionRequest, ContentPart } from '../../api/chat-types.js';
-import { GatewayError } from '../../errors/gateway-error.js';
-import { foldSystemIntoFirstUser, foldsSystemPrompt } from '../fold-system-prompt.js';
+import type { ChatMessage, ChatRequest, CompletionRequest } from '../../api/chat-types.js';
 import { requestedOutputLimit } from '../../api/request-schemas.js';
 import type { ResolvedEndpoint } from '../types.js';
 import { DIALECTS, type OpenAIDialect } from './dialects.js';
+
+import { GatewayError } from '../../errors/gateway-error.js';
+import { foldSystemIntoFirstUser, foldsSystemPrompt } from '../fold-system-prompt.js';
 
 /**
  * Optional request fields and the `supported_parameters` name that allows each. A field whose
@@ -52,7 +53,7 @@ function toWireMessages(messages: ChatMessage[], dialect: OpenAIDialect, stringC
 }
 
 /** Text (and refusal) parts joined in order, a blank line between: for servers that take string content only. */
-function joinTextParts(parts: ContentPart[]): string {
+function joinTextParts(parts: Extract<ChatMessage['content'], unknown[]>): string {
   return parts.map((p) => (p.type === 'text' ? p.text : p.type === 'refusal' ? p.refusal : '')).filter((t) => t !== '').join('\n\n');
 }
 
