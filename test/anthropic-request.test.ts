@@ -28,10 +28,10 @@ function config(upstreamUrl: string) {
       { id: 'claude-root', kind: 'anthropic', base_url: `${upstreamUrl.replace(/\/v1$/, '')}/`, api_key: 'k2', headers: { 'Anthropic-Beta': 'output-128k-2025-02-19' } },
     ],
     models: [
-      { id: 'anthropic/claude', context_length: 200000, endpoints: [endpoint] },
-      { id: 'anthropic/claude-capped', context_length: 200000, endpoints: [{ ...endpoint, max_completion_tokens: 8192 }] },
-      { id: 'anthropic/claude-native', context_length: 200000, endpoints: [{ ...endpoint, supported_parameters: [...PARAMS, 'structured_outputs'] }] },
-      { id: 'anthropic/claude-root', context_length: 200000, endpoints: [{ ...endpoint, provider: 'claude-root', upstream_model: 'claude-haiku-4-5', supported_parameters: ['temperature'] }] },
+      { id: 'anthropic/claude', context_length: 200000, architecture: { input_modalities: ['text', 'image', 'file'] }, endpoints: [endpoint] },
+      { id: 'anthropic/claude-capped', context_length: 200000, architecture: { input_modalities: ['text', 'image', 'file'] }, endpoints: [{ ...endpoint, max_completion_tokens: 8192 }] },
+      { id: 'anthropic/claude-native', context_length: 200000, architecture: { input_modalities: ['text', 'image', 'file'] }, endpoints: [{ ...endpoint, supported_parameters: [...PARAMS, 'structured_outputs'] }] },
+      { id: 'anthropic/claude-root', context_length: 200000, architecture: { input_modalities: ['text', 'image', 'file'] }, endpoints: [{ ...endpoint, provider: 'claude-root', upstream_model: 'claude-haiku-4-5', supported_parameters: ['temperature'] }] },
     ],
   };
 }
@@ -441,10 +441,10 @@ describe('Anthropic request translation', () => {
       { type: 'reasoning.text', text: 'I should call get_weather.', signature: 'sig-abc==', format: 'anthropic-claude-v1' },
       { type: 'reasoning.encrypted', data: 'opaque-xyz', format: 'anthropic-claude-v1' },
     ]);
+    // A tool call goes out whole when its block stops (never cut mid-arguments).
     assert.deepEqual(calls, [
       { index: 0, id: 'toolu_01', type: 'function', function: { name: 'get_weather', arguments: '' } },
-      { index: 0, function: { arguments: '{"city":' } },
-      { index: 0, function: { arguments: ' "Paris"}' } },
+      { index: 0, function: { arguments: '{"city": "Paris"}' } },
     ]);
     assert.equal(deltas.map((d) => d.content ?? '').join(''), 'Checking.');
     assert.deepEqual(chunks.map((c) => c.choices[0]?.finish_reason).filter(Boolean), ['tool_calls']);

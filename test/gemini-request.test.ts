@@ -43,14 +43,14 @@ function config(upstreamUrl: string) {
       { id: 'gemini-hasty', kind: 'gemini', base_url: origin, api_key: 'k4', image_fetch: { allow_private_addresses: true, timeout_ms: 200 } },
     ],
     models: [
-      { id: 'google/gemini-x', context_length: 1_000_000, endpoints: [endpoint('gemini', 'gemini-x')] },
-      { id: 'google/gemini-open', context_length: 1_000_000, endpoints: [endpoint('gemini-open', 'gemini-x')] },
-      { id: 'google/gemini-v1', context_length: 1_000_000, endpoints: [endpoint('gemini-v1', 'gemini-x')] },
-      { id: 'google/gemini-hasty', context_length: 1_000_000, endpoints: [endpoint('gemini-hasty', 'gemini-x')] },
-      { id: 'google/gemini-2.5-flash', context_length: 1_000_000, endpoints: [endpoint('gemini', 'gemini-2.5-flash')] },
-      { id: 'google/gemini-2.5-pro', context_length: 1_000_000, endpoints: [endpoint('gemini', 'gemini-2.5-pro')] },
-      { id: 'google/gemini-3-pro', context_length: 1_000_000, endpoints: [endpoint('gemini', 'gemini-3-pro-preview')] },
-      { id: 'google/gemini-min', context_length: 1_000_000, endpoints: [endpoint('gemini', 'gemini-x', ['max_tokens', 'tools'])] },
+      { id: 'google/gemini-x', context_length: 1_000_000, architecture: { input_modalities: ['text', 'image', 'file', 'audio'] }, endpoints: [endpoint('gemini', 'gemini-x')] },
+      { id: 'google/gemini-open', context_length: 1_000_000, architecture: { input_modalities: ['text', 'image', 'file', 'audio'] }, endpoints: [endpoint('gemini-open', 'gemini-x')] },
+      { id: 'google/gemini-v1', context_length: 1_000_000, architecture: { input_modalities: ['text', 'image', 'file', 'audio'] }, endpoints: [endpoint('gemini-v1', 'gemini-x')] },
+      { id: 'google/gemini-hasty', context_length: 1_000_000, architecture: { input_modalities: ['text', 'image', 'file', 'audio'] }, endpoints: [endpoint('gemini-hasty', 'gemini-x')] },
+      { id: 'google/gemini-2.5-flash', context_length: 1_000_000, architecture: { input_modalities: ['text', 'image', 'file', 'audio'] }, endpoints: [endpoint('gemini', 'gemini-2.5-flash')] },
+      { id: 'google/gemini-2.5-pro', context_length: 1_000_000, architecture: { input_modalities: ['text', 'image', 'file', 'audio'] }, endpoints: [endpoint('gemini', 'gemini-2.5-pro')] },
+      { id: 'google/gemini-3-pro', context_length: 1_000_000, architecture: { input_modalities: ['text', 'image', 'file', 'audio'] }, endpoints: [endpoint('gemini', 'gemini-3-pro-preview')] },
+      { id: 'google/gemini-min', context_length: 1_000_000, architecture: { input_modalities: ['text', 'image', 'file', 'audio'] }, endpoints: [endpoint('gemini', 'gemini-x', ['max_tokens', 'tools'])] },
     ],
   };
 }

@@ -128,3 +128,55 @@ describe('openai dialects', () => {
     assert.equal(sent.max_tokens, undefined);
   });
 });
+
+describe('reasoning in history under DeepSeek\'s name `reasoning_content`', () => {
+  const NAMES = ['openai', 'vllm', 'llamacpp', 'deepseek'] as const;
+  const ups = new Map<string, Upstream>();
+  let gw: TestGateway;
+  before(async () => {
+    for (const d of NAMES) ups.set(d, await startUpstream());
+    gw = await startGateway({
+      providers: NAMES.map((d) => ({ id: d, kind: 'openai', dialect: d, base_url: ups.get(d)!.url })),
+      models: NAMES.map((d) => ({ id: `test/${d}`, context_length: 8192, endpoints: [{ provider: d, upstream_model: `${d}-model`, supported_parameters: ALL_PARAMS }] })),
+    });
+  });
+  after(async () => {
+    await gw.close();
+    for (const u of ups.values()) await u.close();
+  });
+
+  test('is accepted as `reasoning` and forwarded under each dialect\'s field, or dropped where the server takes none', async () => {
+    const messages = [
+      { role: 'user', content: 'weather?' },
+      { role: 'assistant', content: null, reasoning_content: 'I should call the tool', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'w', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: 'sunny' },
+    ];
+    const expected: Record<string, Json> = {
+      openai: {},
+      vllm: { reasoning: 'I should call the tool' },
+      llamacpp: { reasoning_content: 'I should call the tool' },
+      deepseek: { reasoning_content: 'I should call the tool' },
+    };
+    for (const d of NAMES) {
+      const u = ups.get(d)!;
+      u.enqueue({ json: { id: 'x', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: { prompt_tokens: 4, completion_tokens: 1, total_tokens: 5 } } });
+      const res = await fetch(`${gw.baseURL}/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: `test/${d}`, messages, tools: [{ type: 'function', function: { name: 'w' } }] }),
+      });
+      assert.equal(res.status, 200, d);
+      const sent = (u.requests.at(-1)!.json as Json).messages[1] as Json;
+      assert.deepEqual(sent, { role: 'assistant', content: null, tool_calls: messages[1]!.tool_calls, ...expected[d] }, d);
+    }
+    // `reasoning` wins when both are sent.
+    const u = ups.get('vllm')!;
+    u.enqueue({ json: { id: 'x', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }] } });
+    await fetch(`${gw.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'test/vllm', messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b', reasoning: 'kept', reasoning_content: 'alias' }, { role: 'user', content: 'c' }] }),
+    });
+    assert.deepEqual((u.requests.at(-1)!.json as Json).messages[1], { role: 'assistant', content: 'b', reasoning: 'kept' });
+  });
+});

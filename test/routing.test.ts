@@ -360,3 +360,48 @@ describe('sort by live statistics', () => {
     assert.deepEqual(health.stats('two/two-model').throughput_last_30m, { p50: 200, p75: 200, p90: 200, p99: 200 });
   });
 });
+
+describe('exclusion reasons name what happened', () => {
+  test('"cooling down after a rate limit" only after a rate limit; a 503 with Retry-After says so', async () => {
+    const a = await startUpstream();
+    const gw = await startGateway(config('test/model', [{ id: 'alpha', upstream: a }], { routing: { retry_after_cap_ms: 60000, recent_failure_ms: 0 } }));
+    try {
+      a.enqueue({ status: 503, headers: { 'retry-after': '30' }, json: { error: { message: 'overloaded' } } });
+      assert.equal((await post(gw, { model: 'test/model', messages: msgs })).status, 503);
+      const refused = (await (await post(gw, { model: 'test/model', messages: msgs })).json()) as Json;
+      assert.equal(refused.error.code, 'endpoints_unavailable');
+      assert.deepEqual(refused.error.metadata.excluded, [
+        { endpoint: 'alpha/alpha-model', model: 'test/model', reason: 'cooldown', detail: 'cooling down: the upstream failed and asked for a pause (Retry-After)' },
+      ]);
+      assert.doesNotMatch(refused.error.message, /rate limit/);
+      const ep = (await (await fetch(`${gw.baseURL}/models/test/model/endpoints`, { headers: { authorization: `Bearer ${gw.adminKey}` } })).json()) as Json;
+      assert.equal(ep.data.endpoints[0].cooldown_reason, 'retry_after');
+      assert.equal(a.requests.length, 1);
+    } finally {
+      await gw.close();
+      await a.close();
+    }
+  });
+
+  test('a rate limit says "cooling down after a rate limit"', () => {
+    const dummy = { url: 'http://127.0.0.1:9/v1' } as Upstream;
+    const catalog = buildCatalog(parseConfig(config('test/model', [{ id: 'one', upstream: dummy }, { id: 'two', upstream: dummy }]), 'test'));
+    const health = new HealthRegistry({ failureThreshold: 5, openMs: 30000, windowMs: 60000, recentFailureMs: 30000 });
+    health.recordFailure('one/one-model', { latencyMs: 5, rateLimited: true, retryAfterMs: 10_000 });
+    health.recordFailure('two/two-model', { latencyMs: 5, rateLimited: false, retryAfterMs: 10_000 });
+    const req: ChatRequest = { model: 'test/model', messages: [{ role: 'user', content: 'x' }] };
+    const err = (() => {
+      try {
+        planRoute(req, { catalog, health, random: () => 0 }, 10);
+      } catch (e) {
+        return e as { metadata: Json };
+      }
+      throw new Error('expected no endpoint');
+    })();
+    assert.deepEqual(err.metadata.excluded.map((e: Json) => [e.endpoint, e.detail]), [
+      ['one/one-model', 'cooling down after a rate limit'],
+      ['two/two-model', 'cooling down: the upstream failed and asked for a pause (Retry-After)'],
+    ]);
+    assert.equal(health.stats('one/one-model').cooldown_reason, 'rate_limit');
+  });
+});

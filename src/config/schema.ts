@@ -128,6 +128,17 @@ export const endpointSchema = z
     quantization: z.string().optional(),
     weight: z.number().positive().default(1),
     timeouts: timeoutsSchema.partial().optional(),
+    /**
+     * Kind `openai`: send every text-only message content as one string (text parts joined in
+     * order, blank line between), for servers that reject content arrays. Default: the
+     * dialect's setting (on for `deepseek` and `groq`).
+     */
+    string_content: z.boolean().optional(),
+    /**
+     * Fold system and developer messages into the first user turn, for models that reject a
+     * system instruction. Default: on for model families known to (Gemma), else off.
+     */
+    fold_system_prompt: z.boolean().optional(),
   })
   .strict();
 

@@ -237,6 +237,8 @@ export interface Endpoint {
   throughput_last_30m: Percentiles | null;
   requests_last_30m: number;
   cooldown_until: string | null;
+  /** `rate_limit` after a 429, `retry_after` after another failure sent with Retry-After. */
+  cooldown_reason?: 'rate_limit' | 'retry_after' | null;
 }
 
 export interface ModelEndpoints {

@@ -50,6 +50,10 @@ export const ERROR_CATALOG = define({
     status: 400, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
     description: 'The request body is not valid JSON (or is nested deeper than the gateway accepts).',
   },
+  unsupported_input_modality: {
+    status: 400, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
+    description: 'A message part (image, audio, file) is of a kind the model does not take (its `architecture.input_modalities`), or an endpoint that takes string content only cannot carry it; `param` names the part, e.g. `messages[3].content[1]`. Nothing was sent upstream.',
+  },
   unsupported_media_type: {
     status: 415, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
     description: 'The request body is not `application/json`.',

@@ -50,7 +50,12 @@ export interface EndpointStats {
   requests_last_30m: number;
   last_failure_at: string | null;
   cooldown_until: string | null;
+  /** Why it cools down: after a rate limit, or because the upstream sent `Retry-After` with another failure. */
+  cooldown_reason: CooldownCause | null;
 }
+
+/** What started a cooldown: a rate limit (429), or a `Retry-After` sent with another failure (e.g. a 503). */
+export type CooldownCause = 'rate_limit' | 'retry_after';
 
 class EndpointHealth {
   state: CircuitState = 'closed';
@@ -58,6 +63,7 @@ class EndpointHealth {
   openedAt = 0;
   probeInFlight = false;
   cooldownUntil = 0;
+  cooldownCause: CooldownCause = 'retry_after';
   lastFailureAt = 0;
   samples: Sample[] = [];
 }
@@ -70,7 +76,10 @@ function percentiles(values: number[]): Percentiles | null {
 }
 
 /** Whether an endpoint may be tried now, and why not. */
-export type Admission = { ok: true; probe: boolean } | { ok: false; reason: 'circuit_open' | 'cooldown'; retryAfterMs: number };
+export type Admission =
+  | { ok: true; probe: boolean }
+  | { ok: false; reason: 'circuit_open'; retryAfterMs: number }
+  | { ok: false; reason: 'cooldown'; cause: CooldownCause; retryAfterMs: number };
 
 /** Health of every endpoint, by endpoint id. */
 export class HealthRegistry {
@@ -94,7 +103,7 @@ export class HealthRegistry {
   peek(id: string): Admission {
     const h = this.get(id);
     const now = this.now();
-    if (h.cooldownUntil > now) return { ok: false, reason: 'cooldown', retryAfterMs: h.cooldownUntil - now };
+    if (h.cooldownUntil > now) return { ok: false, reason: 'cooldown', cause: h.cooldownCause, retryAfterMs: h.cooldownUntil - now };
     if (h.state === 'open') {
       const wait = h.openedAt + this.settings.openMs - now;
       if (wait > 0 || h.probeInFlight) return { ok: false, reason: 'circuit_open', retryAfterMs: Math.max(wait, 1000) };
@@ -133,13 +142,17 @@ export class HealthRegistry {
   }
 
   /**
-   * An attempt failed for a reason that concerns the endpoint. Rate limits set a cooldown
-   * (`retryAfterMs`, already capped by the caller) and do not count against uptime.
+   * An attempt failed for a reason that concerns the endpoint. A `retryAfterMs` (already capped
+   * by the caller) sets a cooldown, whose cause is a rate limit only when `rateLimited`; rate
+   * limits do not count against uptime.
    */
   recordFailure(id: string, m: { latencyMs: number; rateLimited: boolean; retryAfterMs?: number | undefined }): void {
     const h = this.get(id);
     const now = this.now();
-    if (m.retryAfterMs !== undefined && m.retryAfterMs > 0) h.cooldownUntil = Math.max(h.cooldownUntil, now + m.retryAfterMs);
+    if (m.retryAfterMs !== undefined && m.retryAfterMs > 0 && now + m.retryAfterMs >= h.cooldownUntil) {
+      h.cooldownUntil = now + m.retryAfterMs;
+      h.cooldownCause = m.rateLimited ? 'rate_limit' : 'retry_after';
+    }
     h.probeInFlight = false;
     if (m.rateLimited) return;
     h.lastFailureAt = now;
@@ -185,6 +198,7 @@ export class HealthRegistry {
       requests_last_30m: recent.length,
       last_failure_at: h.lastFailureAt ? new Date(h.lastFailureAt).toISOString() : null,
       cooldown_until: h.cooldownUntil > now ? new Date(h.cooldownUntil).toISOString() : null,
+      cooldown_reason: h.cooldownUntil > now ? h.cooldownCause : null,
     };
   }
 }

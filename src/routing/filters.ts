@@ -21,7 +21,8 @@ export type ExclusionReason =
   | 'max_completion_tokens'
   | 'context_length'
   | 'circuit_open'
-  | 'cooldown';
+  | 'cooldown'
+  | 'input_modality';
 
 /** The verdict of one filter. */
 export interface FilterVerdict {
@@ -54,6 +55,25 @@ export function requiredParameters(req: ChatRequest): string[] {
   if (req.tool_choice !== undefined && req.tool_choice !== 'auto' && req.tools?.length) needs.push('tool_choice');
   if (req.response_format && req.response_format.type !== 'text') needs.push('response_format');
   if (req.logprobs) needs.push('logprobs');
+  return needs;
+}
+
+/** The input modality each non-text content part needs. */
+const PART_MODALITY: Readonly<Record<string, 'image' | 'audio' | 'file'>> = { image_url: 'image', input_audio: 'audio', file: 'file' };
+
+/**
+ * The non-text input modalities a request uses, each with the first part that needs it
+ * (`messages[3].content[1]`), in order of appearance.
+ */
+export function requiredModalities(req: ChatRequest): Map<string, string> {
+  const needs = new Map<string, string>();
+  req.messages.forEach((m, i) => {
+    if (!Array.isArray(m.content)) return;
+    m.content.forEach((p, j) => {
+      const modality = PART_MODALITY[p.type];
+      if (modality && !needs.has(modality)) needs.set(modality, `messages[${i}].content[${j}]`);
+    });
+  });
   return needs;
 }
 

@@ -2,8 +2,8 @@ import type { ChatRequest } from '../core/chat-types.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { ResolvedEndpoint } from '../providers/types.js';
 import type { Catalog } from './catalog.js';
-import type { HealthRegistry } from './endpoint-health.js';
-import { endpointPrice, filterEndpoint, requiredParameters, type ExclusionReason, type PromptTokens } from './filters.js';
+import type { Admission, HealthRegistry } from './endpoint-health.js';
+import { endpointPrice, filterEndpoint, requiredModalities, requiredParameters, type ExclusionReason, type PromptTokens } from './filters.js';
 
 /** Why an endpoint was left out of a plan. */
 export interface Exclusion {
@@ -32,6 +32,12 @@ export interface RouteContext {
   health: HealthRegistry;
   /** Uniform [0, 1) source for the price-weighted choice (seedable in tests). */
   random: () => number;
+}
+
+/** Why health keeps an endpoint out, in words; "after a rate limit" only when one started it. */
+function healthDetail(a: Exclude<Admission, { ok: true }>): string {
+  if (a.reason === 'circuit_open') return 'circuit open after repeated failures';
+  return a.cause === 'rate_limit' ? 'cooling down after a rate limit' : 'cooling down: the upstream failed and asked for a pause (Retry-After)';
 }
 
 /** Order endpoints by a random draw without replacement, weighted by weight / price². */
@@ -101,8 +107,12 @@ function orderModel(eligible: ResolvedEndpoint[], req: ChatRequest, ctx: RouteCo
  * Turn a request into an ordered plan (SPEC §2.1, OpenRouter provider routing): for `model`
  * then each of `models`, the endpoints that pass every filter, ordered by `provider.order`,
  * `sort`, or a price-weighted random draw with recently failing endpoints last. Endpoints
- * whose circuit is open or that are cooling down after a rate limit are left out.
- * @throws GatewayError `no_providers_configured` (empty catalog), `no_endpoint_available` (unknown
+ * whose circuit is open or that are cooling down (after a rate limit, or a failure sent with
+ * `Retry-After`) are left out.
+ * A model whose `architecture.input_modalities` lack a modality the messages use (an image,
+ * audio or file part) is left out whole.
+ * @throws GatewayError `no_providers_configured` (empty catalog), `unsupported_input_modality`
+ *   (only input modalities excluded them; `param` names the first such part), `no_endpoint_available` (unknown
  *   model or every endpoint filtered out; the message lists why), `context_length_exceeded`
  *   (only the context window excluded them), `endpoints_unavailable` (only health excluded them).
  */
@@ -115,6 +125,8 @@ export function planRoute(req: ChatRequest, ctx: RouteContext, promptTokens: num
     );
   }
   const needs = requiredParameters(req);
+  const modalities = requiredModalities(req);
+  let modalityError: GatewayError | undefined;
   const plan: RoutePlan = { endpoints: [], excluded: [] };
   const unknown: string[] = [];
   let retryAfterMs = Number.POSITIVE_INFINITY;
@@ -126,6 +138,16 @@ export function planRoute(req: ChatRequest, ctx: RouteContext, promptTokens: num
       return;
     }
     const eligible: ResolvedEndpoint[] = [];
+    const accepted = entry.model.architecture.input_modalities as readonly string[];
+    const missing = [...modalities].find(([modality]) => !accepted.includes(modality));
+    if (missing) {
+      const [modality, param] = missing;
+      const why = `model ${JSON.stringify(modelId)} does not take ${modality} input (its input_modalities: ${accepted.join(', ')})`;
+      const detail = `${why}; ${param}`;
+      modalityError ??= new GatewayError('unsupported_input_modality', `${param}: ${why}`, { param });
+      for (const target of entry.endpoints) plan.excluded.push({ endpoint: target.id, model: modelId, reason: 'input_modality', detail });
+      return;
+    }
     for (const target of entry.endpoints) {
       if (plan.endpoints.some((p) => p.target === target)) continue;
       let verdict = filterEndpoint(target, req, needs, prompt);
@@ -133,7 +155,7 @@ export function planRoute(req: ChatRequest, ctx: RouteContext, promptTokens: num
         const admission = ctx.health.peek(target.id);
         if (!admission.ok) {
           retryAfterMs = Math.min(retryAfterMs, admission.retryAfterMs);
-          verdict = { reason: admission.reason, detail: admission.reason === 'cooldown' ? 'cooling down after a rate limit' : 'circuit open after repeated failures' };
+          verdict = { reason: admission.reason, detail: healthDetail(admission) };
         }
       }
       if (verdict) plan.excluded.push({ endpoint: target.id, model: modelId, ...verdict });
@@ -146,6 +168,7 @@ export function planRoute(req: ChatRequest, ctx: RouteContext, promptTokens: num
   if (plan.excluded.length === 0) {
     throw new GatewayError('no_endpoint_available', `no endpoint serves model ${JSON.stringify(req.model)}`, { param: 'model', metadata: { unknown_models: unknown } });
   }
+  if (modalityError && plan.excluded.every((e) => e.reason === 'input_modality')) throw modalityError;
   const reasons = plan.excluded.map((e) => `${e.endpoint}: ${e.detail}`).join('; ');
   const all = (...r: ExclusionReason[]) => plan.excluded.every((e) => r.includes(e.reason));
   const metadata = { excluded: plan.excluded };

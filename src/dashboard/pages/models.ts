@@ -37,7 +37,7 @@ export async function modelsPage(root: HTMLElement, _ctx: PageContext): Promise<
 
 /** Circuit state and cooldown as a word people read. */
 function health(e: Endpoint): { word: string; title: string } {
-  if (e.cooldown_until && Date.parse(e.cooldown_until) > Date.now()) return { word: 'cooling', title: `rate limited: not tried until ${dateTime(e.cooldown_until)}` };
+  if (e.cooldown_until && Date.parse(e.cooldown_until) > Date.now()) return { word: 'cooling', title: `${e.cooldown_reason === 'rate_limit' ? 'rate limited' : 'failed and asked for a pause (Retry-After)'}: not tried until ${dateTime(e.cooldown_until)}` };
   if (e.circuit === 'open') return { word: 'down', title: 'circuit open after repeated failures; a probe request will test it again' };
   if (e.circuit === 'half-open') return { word: 'probing', title: 'circuit half-open: a probe request is testing it' };
   return { word: 'healthy', title: 'circuit closed: taking requests' };

@@ -27,8 +27,8 @@ type BlockState =
   | { kind: 'text' }
   | { kind: 'thinking'; text: string; signature: string }
   | { kind: 'redacted'; data: string }
-  /** A client tool call at dense index `index`; `input` is the start block's input. */
-  | { kind: 'tool'; index: number; input: unknown; sawArguments: boolean }
+  /** A client tool call, held until its block stops; `input` is the start block's input, `args` the streamed argument text. */
+  | { kind: 'tool'; id: string; name: string; input: unknown; args: string }
   /** The gateway's JSON-response tool: its input is the answer text. */
   | { kind: 'json'; input: unknown; sawArguments: boolean }
   /** Server tools and their results, and block types this gateway does not know. */
@@ -40,13 +40,17 @@ const startInputJson = (input: unknown): string =>
 
 /**
  * Converts a Messages API event stream into {@link StreamPart}s:
- * - `message_start`: input and cache usage (and, rarely, complete content blocks);
+ * - `message_start`: input and cache usage (and, rarely, complete content blocks); a second
+ *   one restarts the message (some upstreams retry inside one stream): open blocks are dropped
+ *   and the new message must reach its own `message_delta` / `message_stop`;
  * - `content_block_start` / `_delta` / `_stop`: `text_delta` → text, `thinking_delta` →
  *   reasoning, the signed thinking block → one reasoning-details part at its stop,
- *   `redacted_thinking` → an encrypted reasoning-details part, `tool_use` → tool-call start
- *   (dense 0-based indexes in order of tool_use blocks, not Anthropic's block index) and
- *   `input_json_delta` → argument deltas; a tool call that streamed no argument text ends with
- *   its start input, `"{}"` when empty; the JSON-response tool's input streams as text;
+ *   `redacted_thinking` → an encrypted reasoning-details part; a `tool_use` block is held
+ *   until its `content_block_stop` and then given whole: a tool-call start (dense 0-based
+ *   indexes in order of completed tool_use blocks, not Anthropic's block index) and one
+ *   argument delta with every `input_json_delta` joined (its start input when none, `"{}"`
+ *   when empty), so a call cut by a restart or a broken stream never reaches the client with
+ *   half its arguments; the JSON-response tool's input streams as text;
  *   server-tool blocks (server_tool_use, web search, code execution, MCP …) are skipped;
  * - `message_delta`: stop reason and cumulative usage (the last report wins);
  * - `ping` and unknown events: nothing; `error` → an error part (by error type).
@@ -60,14 +64,31 @@ export function createAnthropicStreamTransform(providerId: string): StreamTransf
   let usedJsonTool = false;
   let usage: AnthropicUsageWire | undefined;
   let stopReason: string | null = null;
+  let started = false;
   let ended = false;
   let closed = false;
+
+  // Answer text of the current message, and after a restart the text already sent that the new
+  // message repeats (skipped while it matches, so a replayed answer is not sent twice).
+  let messageText = '';
+  let replay = '';
+  let replayAt = 0;
+  const answerText = (text: string): StreamPart[] => {
+    messageText += text;
+    let skip = 0;
+    while (replayAt < replay.length && skip < text.length && replay[replayAt] === text[skip]) {
+      replayAt++;
+      skip++;
+    }
+    if (skip < text.length) replay = '';
+    return skip < text.length ? [{ type: 'text', text: text.slice(skip) }] : [];
+  };
 
   const startBlock = (index: number, block: AnthropicContentBlockWire | undefined): StreamPart[] => {
     switch (block?.type) {
       case 'text':
         blocks.set(index, { kind: 'text' });
-        return typeof block.text === 'string' && block.text !== '' ? [{ type: 'text', text: block.text }] : [];
+        return typeof block.text === 'string' && block.text !== '' ? answerText(block.text) : [];
       case 'thinking': {
         const text = typeof block.thinking === 'string' ? block.thinking : '';
         blocks.set(index, { kind: 'thinking', text, signature: typeof block.signature === 'string' ? block.signature : '' });
@@ -82,10 +103,9 @@ export function createAnthropicStreamTransform(providerId: string): StreamTransf
           blocks.set(index, { kind: 'json', input: block.input, sawArguments: false });
           return [];
         }
-        const dense = toolCount++;
-        blocks.set(index, { kind: 'tool', index: dense, input: block.input, sawArguments: false });
         const id = typeof block.id === 'string' && block.id !== '' ? block.id : newToolCallId();
-        return [{ type: 'tool-call-start', index: dense, id, name: String(block.name ?? '') }];
+        blocks.set(index, { kind: 'tool', id, name: String(block.name ?? ''), input: block.input, args: '' });
+        return [];
       }
       default:
         blocks.set(index, { kind: 'ignored' });
@@ -100,7 +120,7 @@ export function createAnthropicStreamTransform(providerId: string): StreamTransf
     switch (type) {
       case 'text_delta': {
         const text = typeof delta.text === 'string' ? delta.text : '';
-        return text !== '' && (state === undefined || state.kind === 'text') ? [{ type: 'text', text }] : [];
+        return text !== '' && (state === undefined || state.kind === 'text') ? answerText(text) : [];
       }
       case 'thinking_delta': {
         const text = typeof delta.thinking === 'string' ? delta.thinking : '';
@@ -113,9 +133,11 @@ export function createAnthropicStreamTransform(providerId: string): StreamTransf
         return [];
       case 'input_json_delta': {
         const json = typeof delta.partial_json === 'string' ? delta.partial_json : '';
-        if (json === '' || (state?.kind !== 'tool' && state?.kind !== 'json')) return [];
+        if (json === '') return [];
+        if (state?.kind === 'tool') state.args += json;
+        if (state?.kind !== 'json') return [];
         state.sawArguments = true;
-        return state.kind === 'tool' ? [{ type: 'tool-call-delta', index: state.index, argumentsDelta: json }] : [{ type: 'text', text: json }];
+        return answerText(json);
       }
       default: {
         const unreachable: never = type;
@@ -134,10 +156,15 @@ export function createAnthropicStreamTransform(providerId: string): StreamTransf
           : [];
       case 'redacted':
         return state.data !== '' ? [{ type: 'reasoning-details', details: [{ type: 'reasoning.encrypted', data: state.data, format: ANTHROPIC_REASONING_FORMAT }] }] : [];
-      case 'tool':
-        return state.sawArguments ? [] : [{ type: 'tool-call-delta', index: state.index, argumentsDelta: startInputJson(state.input) }];
+      case 'tool': {
+        const dense = toolCount++;
+        return [
+          { type: 'tool-call-start', index: dense, id: state.id, name: state.name },
+          { type: 'tool-call-delta', index: dense, argumentsDelta: state.args !== '' ? state.args : startInputJson(state.input) },
+        ];
+      }
       case 'json':
-        return state.sawArguments ? [] : [{ type: 'text', text: startInputJson(state.input) }];
+        return state.sawArguments ? [] : answerText(startInputJson(state.input));
       case 'text':
       case 'ignored':
       case undefined:
@@ -150,6 +177,17 @@ export function createAnthropicStreamTransform(providerId: string): StreamTransf
     switch (type) {
       case 'message_start': {
         const message = ev.message ?? {};
+        if (started) {
+          // The upstream restarted the message: blocks still open (a tool call cut mid-arguments)
+          // are dropped, the new message's indexes start again, and it must finish on its own.
+          blocks.clear();
+          ended = false;
+          stopReason = null;
+          replay = messageText;
+          replayAt = 0;
+          messageText = '';
+        }
+        started = true;
         usage = mergeAnthropicUsage(usage, message.usage);
         if (typeof message.stop_reason === 'string') stopReason = message.stop_reason;
         // Normally empty; a message replayed whole (programmatic tool calls) carries its blocks here.

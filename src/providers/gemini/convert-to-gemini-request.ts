@@ -4,7 +4,8 @@ import type { ResolvedEndpoint, UpstreamCall } from '../types.js';
 import { convertJsonSchemaToGemini } from './convert-json-schema-to-gemini.js';
 import { convertToGeminiContents, type ContentsOptions } from './convert-to-gemini-contents.js';
 import { convertToGeminiThinkingConfig, usesThinkingLevel } from './gemini-thinking-config.js';
-import type { GeminiFunctionDeclaration, GeminiGenerationConfig, GeminiRequest } from './gemini-wire-types.js';
+import { foldsSystemPrompt } from '../fold-system-prompt.js';
+import type { GeminiContent, GeminiFunctionDeclaration, GeminiGenerationConfig, GeminiPart, GeminiRequest } from './gemini-wire-types.js';
 
 /** Where the Gemini API lives when a provider sets no `base_url`. */
 export const DEFAULT_GEMINI_BASE_URL = 'https://generativelanguage.googleapis.com';
@@ -37,6 +38,18 @@ function geminiHeaders(target: ResolvedEndpoint, stream: boolean): Record<string
   if (target.provider.api_key) headers['x-goog-api-key'] = target.provider.api_key;
   for (const [k, v] of Object.entries(target.provider.headers)) headers[k.toLowerCase()] = v;
   return headers;
+}
+
+/**
+ * System instruction parts put at the start of the first user turn (a user turn of their own
+ * at the start when there is none): the text parts joined, a blank line between.
+ */
+function foldIntoFirstUserContent(system: GeminiPart[], contents: GeminiContent[]): GeminiContent[] {
+  const text = system.map((p) => (typeof p.text === 'string' ? p.text : '')).filter((t) => t !== '').join('\n\n');
+  if (text === '') return contents;
+  const first = contents.findIndex((c) => c.role === 'user');
+  if (first === -1) return [{ role: 'user', parts: [{ text }] }, ...contents];
+  return contents.map((c, i) => (i === first ? { ...c, parts: [{ text }, ...(c.parts ?? [])] } : c));
 }
 
 /** OpenAI tools → one Gemini tool holding every function declaration. */
@@ -90,7 +103,9 @@ function applyResponseFormat(format: ResponseFormat, config: GeminiGenerationCon
  * {@link applyResponseFormat}), `reasoning`/`reasoning_effort` → `thinkingConfig` (see
  * `gemini-thinking-config.ts`); `tools` → `functionDeclarations` (schemas cleaned by
  * `convertJsonSchemaToGemini`) and `tool_choice` → `toolConfig` (sent only with tools).
- * Messages are converted by `convertToGeminiContents`.
+ * Messages are converted by `convertToGeminiContents`; for endpoints that fold the system
+ * prompt (`fold_system_prompt`, on by default for Gemma, which rejects `systemInstruction`)
+ * the system text goes at the start of the first user turn instead.
  * @throws GatewayError `invalid_request` for messages Gemini cannot take (`param` set).
  * @see https://ai.google.dev/api/generate-content#request-body
  */
@@ -116,7 +131,8 @@ export async function convertToGeminiRequest(
     signatureSentinel: usesThinkingLevel(upstreamModel),
   });
   const body: GeminiRequest = { contents };
-  if (systemInstruction) body.systemInstruction = systemInstruction;
+  if (systemInstruction && foldsSystemPrompt(target)) body.contents = foldIntoFirstUserContent(systemInstruction.parts, contents);
+  else if (systemInstruction) body.systemInstruction = systemInstruction;
 
   const config: GeminiGenerationConfig = {};
   const outputLimit = requestedOutputLimit(req);

@@ -2,6 +2,8 @@ import { GatewayError } from '../../errors/gateway-error.js';
 import { parseRetryAfter, upstreamFailureToError } from '../upstream-errors.js';
 import type { GeminiErrorWire } from './gemini-wire-types.js';
 
+import { inBandErrorStatus } from '../in-band-error-status.js';
+
 const MAX_MESSAGE = 2000;
 
 /** A Gemini 4xx/5xx message saying the prompt is over the model's input limit. */
@@ -113,13 +115,15 @@ export function parseGeminiErrorResponse(
 }
 
 /**
- * An error object inside a 200 response or stream event. Its `code` picks the catalog code
- * when it is a 408, 429 or 5xx; any other code (or none) is an `upstream_error` (502): the
- * upstream accepted the request and then failed, so another endpoint may do better.
+ * An error object inside a 200 response or stream event, mapped through the catalog by its
+ * canonical status or HTTP-like `code` ({@link inBandErrorStatus}: `RESOURCE_EXHAUSTED` or 429
+ * → `upstream_rate_limited`, `UNAVAILABLE` or 503 → `upstream_overloaded` …); a code that names
+ * nothing better (a 400 `INVALID_ARGUMENT` after the request was accepted, or none) is an
+ * `upstream_error` (502): another endpoint may do better.
  */
 export function inBandGeminiError(providerId: string, error: GeminiErrorWire): GatewayError {
   const info = readGeminiError(error);
-  const code = info.code;
-  const status = code !== null && (code === 408 || code === 429 || (code >= 500 && code < 600)) ? code : 502;
-  return geminiFailureToError(providerId, status, { ...info, message: info.message || 'error inside the upstream response' });
+  const message = info.message || 'error inside the upstream response';
+  const status = inBandErrorStatus({ code: info.code, type: info.status, message });
+  return geminiFailureToError(providerId, status, { ...info, message });
 }

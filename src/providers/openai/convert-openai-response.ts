@@ -12,7 +12,8 @@ import { readOpenAIContent } from './read-openai-content.js';
 /**
  * Convert a complete OpenAI-compatible response (chat or legacy completion) into a
  * {@link ChatResult}. Tool-call arguments are always JSON text (`"{}"` when empty).
- * @throws GatewayError when the body carries an `error` or has no choice.
+ * @throws GatewayError when the body carries an `error` (top-level, or in the choice with
+ *   `finish_reason: "error"`) or has no choice.
  * @see https://platform.openai.com/docs/api-reference/chat/object
  */
 export function convertOpenAIResponse(providerId: string, body: unknown, operation: UpstreamOperation): ChatResult {
@@ -21,6 +22,9 @@ export function convertOpenAIResponse(providerId: string, body: unknown, operati
   if (res.error) throw inBandOpenAIError(providerId, res.error);
   const choice = Array.isArray(res.choices) ? res.choices[0] : undefined;
   if (!choice) throw new GatewayError('upstream_invalid_response', `${providerId}: response has no choices`, { metadata: { provider: providerId } });
+  if (choice.error || choice.finish_reason === 'error') {
+    throw inBandOpenAIError(providerId, choice.error ?? { message: 'the upstream ended the generation with finish_reason "error"' });
+  }
   const msg = choice.message ?? {};
   const toolCalls: ToolCall[] = (msg.tool_calls ?? []).map((tc) => {
     const args = tc.function?.arguments;

@@ -3,6 +3,9 @@ import { requestedOutputLimit } from '../../core/output-limit.js';
 import type { ResolvedEndpoint } from '../types.js';
 import { DIALECTS, type OpenAIDialect } from './dialects.js';
 
+import { GatewayError } from '../../errors/gateway-error.js';
+import { foldSystemIntoFirstUser, foldsSystemPrompt } from '../fold-system-prompt.js';
+
 /**
  * Optional request fields and the `supported_parameters` name that allows each. A field whose
  * name the endpoint does not list is dropped (SPEC §2.1).
@@ -32,18 +35,39 @@ const OPTIONAL_PARAMS: ReadonlyArray<readonly [keyof ChatRequest & string, strin
  * field (or dropped), `reasoning_details` kept only where understood, and `null` rather than
  * `""` beside tool calls.
  */
-function toWireMessages(messages: ChatMessage[], dialect: OpenAIDialect): unknown[] {
+function toWireMessages(messages: ChatMessage[], dialect: OpenAIDialect, stringContent: boolean): unknown[] {
   return messages.map((m) => {
+    if (stringContent && Array.isArray(m.content)) m = { ...m, content: joinTextParts(m.content) } as ChatMessage;
     if (m.role !== 'assistant') return m;
     const { reasoning, reasoning_details, ...rest } = m;
     const out: Record<string, unknown> = { ...rest };
     if (rest.tool_calls?.length && rest.content === '') out.content = null;
     if (reasoning) {
       if (dialect.echoReasoning === 'reasoning') out.reasoning = reasoning;
+      else if (dialect.echoReasoning === 'reasoning_content') out.reasoning_content = reasoning;
       else if (dialect.echoReasoning === 'reasoning_content_on_tool_calls' && rest.tool_calls?.length) out.reasoning_content = reasoning;
     }
     if (reasoning_details && dialect.echoReasoningDetails) out.reasoning_details = reasoning_details;
     return out;
+  });
+}
+
+/** Text (and refusal) parts joined in order, a blank line between: for servers that take string content only. */
+function joinTextParts(parts: Extract<ChatMessage['content'], unknown[]>): string {
+  return parts.map((p) => (p.type === 'text' ? p.text : p.type === 'refusal' ? p.refusal : '')).filter((t) => t !== '').join('\n\n');
+}
+
+/**
+ * Refuse, before any upstream call, a part a string-content endpoint cannot carry.
+ * @throws GatewayError `unsupported_input_modality` naming the part (`messages[3].content[1]`).
+ */
+function assertStringContent(messages: ChatMessage[], target: ResolvedEndpoint): void {
+  messages.forEach((m, i) => {
+    if (!Array.isArray(m.content)) return;
+    const j = m.content.findIndex((p) => p.type !== 'text' && p.type !== 'refusal');
+    if (j === -1) return;
+    const param = `messages[${i}].content[${j}]`;
+    throw new GatewayError('unsupported_input_modality', `${param}: ${m.content[j]!.type} parts cannot be sent to ${target.id}, which takes string content only (string_content)`, { param });
   });
 }
 
@@ -92,13 +116,21 @@ export function dialectOf(target: ResolvedEndpoint): OpenAIDialect {
 
 /**
  * Build the upstream body of an OpenAI-compatible chat call. Streams always ask for usage
- * (`stream_options.include_usage`), whatever the client asked.
+ * (`stream_options.include_usage`), whatever the client asked. Endpoints with string content
+ * (`string_content`, else the dialect's default) get text-only content arrays joined into one
+ * string; those that fold the system prompt (`fold_system_prompt`, on for Gemma) get system
+ * and developer text at the start of the first user turn.
+ * @throws GatewayError `unsupported_input_modality` for an image, audio or file part sent to a
+ *   string-content endpoint.
  * @see https://platform.openai.com/docs/api-reference/chat/create
  */
 export function convertToOpenAIChatRequest(req: ChatRequest, target: ResolvedEndpoint, stream: boolean) {
   const supported = target.endpoint.supported_parameters;
   const dialect = dialectOf(target);
-  const body: Record<string, unknown> = { model: target.endpoint.upstream_model, messages: toWireMessages(req.messages, dialect) };
+  const stringContent = target.endpoint.string_content ?? dialect.stringContent;
+  if (stringContent) assertStringContent(req.messages, target);
+  const messages = foldsSystemPrompt(target) ? foldSystemIntoFirstUser(req.messages) : req.messages;
+  const body: Record<string, unknown> = { model: target.endpoint.upstream_model, messages: toWireMessages(messages, dialect, stringContent) };
   const dropped = copySupported(req as unknown as Record<string, unknown>, body, supported, OPTIONAL_PARAMS);
   applyReasoning(req, body, supported, dialect, dropped);
   const limit = requestedOutputLimit(req);

@@ -1,4 +1,5 @@
 import type { GatewayError } from '../../errors/gateway-error.js';
+import { inBandErrorStatus } from '../in-band-error-status.js';
 import { parseRetryAfter, upstreamFailureToError } from '../upstream-errors.js';
 import type { OpenAIErrorWire } from './openai-wire-types.js';
 
@@ -51,18 +52,17 @@ export function parseOpenAIErrorResponse(
 }
 
 /**
- * An error object inside a 200 response or stream event (`{"error": {...}}`). Its numeric
- * `code`, when it looks like an HTTP status (OpenRouter), picks the catalog code.
+ * An error object inside a 200 response or stream event (`{"error": {...}}`), mapped through
+ * the catalog by the upstream's own code or type ({@link inBandErrorStatus}).
  */
 export function inBandOpenAIError(providerId: string, error: OpenAIErrorWire | string): GatewayError {
   const e: OpenAIErrorWire = typeof error === 'string' ? { message: error } : error;
-  const numeric = typeof e.code === 'number' ? e.code : typeof e.code === 'string' && /^\d{3}$/.test(e.code) ? Number(e.code) : null;
-  const status = numeric !== null && numeric >= 400 && numeric < 600 ? numeric : 500;
+  const message = String(e.message ?? 'error inside the upstream response');
   const retryAfter = typeof e.metadata?.retry_after_seconds === 'number' ? e.metadata.retry_after_seconds : undefined;
   return upstreamFailureToError({
     providerId,
-    status: status >= 400 && status < 500 && status !== 408 && status !== 429 ? 502 : status,
-    message: String(e.message ?? 'error inside the upstream response'),
+    status: inBandErrorStatus({ code: e.code, type: e.type, message }),
+    message,
     upstreamCode: e.code ?? e.type ?? null,
     param: e.param ?? null,
     retryAfterSeconds: retryAfter,

@@ -37,7 +37,9 @@ export interface OpenAIChoiceWire {
   delta?: OpenAIMessageWire;
   /** Legacy completions. */
   text?: string | null;
+  /** `"error"` when the server failed mid-generation (OpenRouter), with `error` beside it. */
   finish_reason?: string | null;
+  error?: OpenAIErrorWire | string;
 }
 
 export interface OpenAIErrorWire {
