@@ -1,4 +1,4 @@
-import type { ChatMessage, ContentPart } from '../api/chat-types.js';
+import type { ChatMessage, ContentPart } from '../core/chat-types.js';
 import type { ResolvedEndpoint } from './types.js';
 
 /** Model families known to reject a system instruction (Gemma on the Gemini API: "Developer instruction is not enabled"). */

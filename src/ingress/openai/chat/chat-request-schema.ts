@@ -55,6 +55,8 @@ const message = z.discriminatedUnion('role', [
     tool_calls: z.array(toolCall).optional(),
     refusal: nullable(z.string()),
     reasoning: nullable(z.string()),
+    /** DeepSeek's name for `reasoning` (llama.cpp, LiteLLM, older vLLM); read as `reasoning`. */
+    reasoning_content: nullable(z.string()),
     reasoning_details: z
       .array(
         z
@@ -153,5 +155,11 @@ const KNOWN_CHAT_FIELDS = new Set(Object.keys(chatRequestSchema._def.schema.shap
 export function parseChatRequest(body: unknown): ChatRequest {
   const result = chatRequestSchema.safeParse(requireObject(body));
   if (!result.success) throw firstIssueError(result.error.issues);
+  for (const m of result.data.messages) {
+    if (m.role !== 'assistant' || !('reasoning_content' in m)) continue;
+    const { reasoning_content: alias, ...rest } = m;
+    Object.assign(m, { reasoning: rest.reasoning ?? alias });
+    delete (m as { reasoning_content?: unknown }).reasoning_content;
+  }
   return pickKnown<ChatRequest>(result.data, KNOWN_CHAT_FIELDS);
 }
