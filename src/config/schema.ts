@@ -159,6 +159,20 @@ export const serverSchema = z
     drain_timeout_ms: z.number().int().min(0).default(30_000),
     /** Deepest JSON nesting accepted in a request body. */
     max_json_depth: z.number().int().min(8).max(1000).default(64),
+    /** Put `GET /metrics` behind the admin key (`OP_ADMIN_KEY`). Off: /metrics is public. */
+    metrics_auth: z.boolean().default(false),
+    /** Let browser apps on other origins call the API (CORS). Unset: off. */
+    cors: z
+      .object({
+        /** Origins allowed, exactly as browsers send them (`https://app.example.com`), or `*` for any. */
+        allowed_origins: z
+          .array(z.string().regex(/^(\*|https?:\/\/[^/\s?#]+)$/, 'must be "*" or an origin like https://app.example.com (scheme and host, no path)'))
+          .min(1, 'list at least one origin'),
+        /** How long a browser may cache a preflight answer, in seconds. */
+        max_age_s: z.number().int().min(0).max(86_400).default(600),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 
