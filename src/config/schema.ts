@@ -38,6 +38,10 @@ export const imageFetchSchema = z
     timeout_ms: z.number().int().min(1).default(10_000),
     /** Allow loopback, private and link-local addresses (off: prevents SSRF into your network). */
     allow_private_addresses: z.boolean().default(false),
+    /** Most image URLs fetched for one request; more is a 400. */
+    max_images_per_request: z.number().int().min(0).max(1000).default(16),
+    /** Most bytes fetched for one request, all its images together. */
+    max_total_bytes_per_request: z.number().int().min(1).default(32 * 1024 * 1024),
   })
   .strict();
 
