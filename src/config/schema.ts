@@ -7,6 +7,15 @@ import { z } from 'zod';
 
 const slug = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/i, 'must be a slug: letters, digits, ".", "_" or "-"');
 
+/**
+ * A value sent in an HTTP header (a key, a header value): control characters would split or
+ * corrupt the request line (CR/LF header injection), so none is allowed — a key read from a
+ * file with its trailing newline is the usual cause.
+ */
+const headerValue = z.string().refine((v) => ![...v].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f), 'must not contain control characters (CR, LF, tab …); a value read from a file may carry a trailing newline');
+/** An HTTP header name (an RFC 9110 token). */
+const headerName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be a header name: letters, digits and !#$%&\'*+.^_`|~-');
+
 /** Timeouts of upstream calls, in ms. `0` disables one. */
 export const timeoutsSchema = z
   .object({
@@ -75,8 +84,8 @@ export const providerSchema = z
     /** Kind `openai` only: the server family, for its quirks (see docs/providers.md). */
     dialect: z.enum(['openai', 'vllm', 'llamacpp', 'ollama', 'deepseek', 'groq', 'openrouter', 'mistral']).default('openai'),
     base_url: z.string().url('must be an absolute http(s) URL').optional(),
-    api_key: z.string().optional(),
-    headers: z.record(z.string(), z.string()).default({}),
+    api_key: headerValue.optional(),
+    headers: z.record(headerName, headerValue).default({}),
     data_policy: dataPolicySchema.default({}),
     timeouts: timeoutsSchema.default({}),
     /** Most connections kept open to this provider. */
