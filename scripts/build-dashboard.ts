@@ -14,8 +14,12 @@ const sourceDir = path.join(root, 'src', 'dashboard');
 /** Where `npm run build` puts the dashboard (the gateway serves it from there). */
 export const DEFAULT_OUT_DIR = path.join(root, 'dist', 'dashboard');
 
-/** Bundle the dashboard into `outDir` (emptied first). Returns the files written, relative to it. */
-export async function buildDashboard(outDir: string = DEFAULT_OUT_DIR): Promise<string[]> {
+/**
+ * Bundle the dashboard into `outDir` (emptied first). Returns the files written, relative to it.
+ * Source maps only with `sourcemap: true` (`--sourcemap`, for debugging): a production build
+ * ships none, so the gateway has no map of the dashboard's source to serve.
+ */
+export async function buildDashboard(outDir: string = DEFAULT_OUT_DIR, options: { sourcemap?: boolean } = {}): Promise<string[]> {
   rmSync(outDir, { recursive: true, force: true });
   const assets = path.join(outDir, 'assets');
   mkdirSync(assets, { recursive: true });
@@ -27,7 +31,7 @@ export async function buildDashboard(outDir: string = DEFAULT_OUT_DIR): Promise<
     platform: 'browser',
     target: ['es2022', 'chrome110', 'firefox110', 'safari16'],
     minify: true,
-    sourcemap: 'linked',
+    sourcemap: options.sourcemap === true ? 'linked' : false,
     legalComments: 'linked',
     logLevel: 'warning',
     metafile: true,
@@ -53,7 +57,9 @@ export async function buildDashboard(outDir: string = DEFAULT_OUT_DIR): Promise<
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const outDir = process.argv[2] ? path.resolve(process.argv[2]) : DEFAULT_OUT_DIR;
-  const files = await buildDashboard(outDir);
+  const args = process.argv.slice(2);
+  const dir = args.find((a) => !a.startsWith('--'));
+  const outDir = dir ? path.resolve(dir) : DEFAULT_OUT_DIR;
+  const files = await buildDashboard(outDir, { sourcemap: args.includes('--sourcemap') });
   process.stdout.write(`dashboard: ${files.length} files in ${path.relative(process.cwd(), outDir) || '.'}\n`);
 }

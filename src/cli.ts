@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
+import { readFileSync } from 'node:fs';
 import { ConfigError, loadConfig, type LoadedConfig } from './config/load.js';
 import { buildGateway } from './server/app.js';
 import { DEFAULT_DATABASE_URL, openDatabase } from './store/database.js';
-import { createKey, disableKey, listKeys } from './store/keys.js';
+import { createKey, deleteKey, disableKey, listKeys, resolveKeyRef } from './store/keys.js';
+import { buildCatalog, unknownModelIds } from './routing/catalog.js';
 import { keySettingsSchema, type KeySettings } from './store/key-settings.js';
 import { prestartLocalEngines, retainLocalEngines, withLocalModel } from './providers/local/local-models.js';
 import { setLocalEngineLogger, stopLocalEngines } from './providers/local/engine-supervisor.js';
@@ -18,9 +20,14 @@ Usage:
                          [--expires-in-days N]
                                              create a key; its secret is printed once
   opinference keys list                      list keys (never their secrets)
-  opinference keys disable ID_OR_NAME        disable a key
+  opinference keys disable ID_OR_NAME        disable a key (a name shared by several keys is refused)
+  opinference keys delete ID_OR_NAME         delete a key (its generations stay)
   opinference migrate                        create or update the database schema
-  opinference config check [--config FILE]   validate the config file and exit
+  opinference config check [--config FILE]   validate the config file, report every problem, exit
+  opinference --version                      print the version
+
+Commands that use the database print which one on stderr. \`keys create --models\` takes
+model ids of the config's catalog (--config, OP_CONFIG or ./opinference.yaml).
 
 Environment:
   OP_CONFIG        config file (default ./opinference.yaml)
@@ -31,6 +38,22 @@ Environment:
   OP_LOG_LEVEL     trace|debug|info|warn|error (default info)
   OP_LOCAL_MODEL   a GGUF file or hf: URI served as local/<name> when there is no config file
 `;
+
+/** The package version (package.json next to dist/ or src/). */
+function version(): string {
+  for (const rel of ['../../package.json', '../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'opinference' && pkg.version) return pkg.version;
+    } catch {
+      // not there: try the next
+    }
+  }
+  return 'unknown';
+}
+
+/** A database location for display: no password of a connection URL. */
+const displayLocation = (location: string): string => location.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@');
 
 function fail(message: string): never {
   process.stderr.write(`opinference: ${message}\n`);
@@ -54,7 +77,9 @@ function readConfig(flag: string | undefined): LoadedConfig {
 }
 
 async function withDatabase<T>(fn: (db: ReturnType<typeof openDatabase>['db']) => Promise<T>): Promise<T> {
-  const store = openDatabase(process.env.OP_DATABASE_URL || DEFAULT_DATABASE_URL);
+  const url = process.env.OP_DATABASE_URL || DEFAULT_DATABASE_URL;
+  const store = openDatabase(url);
+  process.stderr.write(`database: ${displayLocation(store.location)} (${process.env.OP_DATABASE_URL ? 'OP_DATABASE_URL' : 'default; set OP_DATABASE_URL to change'})\n`);
   try {
     await migrate(store.db);
     return await fn(store.db);
@@ -139,11 +164,16 @@ async function main(argv: string[]): Promise<void> {
       models: { type: 'string' },
       retention: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean', short: 'v' },
     },
   });
   const [command = 'serve', sub] = positionals;
   if (values.help || command === 'help') {
     process.stdout.write(USAGE);
+    return;
+  }
+  if (values.version || command === 'version') {
+    process.stdout.write(`opinference ${version()}\n`);
     return;
   }
   switch (command) {
@@ -161,13 +191,14 @@ async function main(argv: string[]): Promise<void> {
       return;
     }
     case 'keys':
+      // An AmbiguousKeyError (a name shared by several keys) ends in fail() with its message, like any error.
       return keysCommand(sub, positionals[2], values);
     default:
       fail(`unknown command "${command}"\n\n${USAGE}`);
   }
 }
 
-type KeyFlags = { name?: string; 'expires-in-days'?: string; limit?: string; 'limit-reset'?: string; rpm?: string; tpm?: string; models?: string; retention?: string };
+type KeyFlags = { config?: string; name?: string; 'expires-in-days'?: string; limit?: string; 'limit-reset'?: string; rpm?: string; tpm?: string; models?: string; retention?: string };
 
 /** Key settings from CLI flags, validated like the admin API's. */
 function settingsFromFlags(values: KeyFlags): Partial<KeySettings> {
@@ -188,6 +219,16 @@ function settingsFromFlags(values: KeyFlags): Partial<KeySettings> {
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     fail(`--${String(issue.path[0]).replace(/_/g, '-')}: ${issue.message}`);
+  }
+  if (parsed.data.allowed_models.length > 0) {
+    // Checked against the catalog `serve` would load: a typo would otherwise allow nothing.
+    const loaded = readConfig(values.config);
+    const catalog = buildCatalog(loaded.config);
+    const unknown = unknownModelIds(parsed.data.allowed_models, catalog);
+    if (unknown.length > 0) {
+      const known = [...catalog.models.keys()].join(', ') || 'none';
+      fail(`--models: no model ${unknown.map((u) => JSON.stringify(u.id)).join(', ')} in the catalog of ${loaded.source ?? '(no config file)'} (known: ${known})`);
+    }
   }
   return parsed.data;
 }
@@ -226,8 +267,18 @@ async function keysCommand(sub: string | undefined, arg: string | undefined, val
       process.stdout.write(`disabled ${n} key(s)\n`);
       return;
     }
+    case 'delete': {
+      if (!arg) fail('usage: opinference keys delete ID_OR_NAME');
+      const deleted = await withDatabase(async (db) => {
+        const key = await resolveKeyRef(db, arg);
+        return key && (await deleteKey(db, key.id)) ? key : undefined;
+      });
+      if (!deleted) fail(`no key with id or name "${arg}"`);
+      process.stdout.write(`deleted key ${deleted.id} (${deleted.name})\n`);
+      return;
+    }
     default:
-      fail('usage: opinference keys create|list|disable');
+      fail('usage: opinference keys create|list|disable|delete');
   }
 }
 

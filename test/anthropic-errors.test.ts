@@ -96,12 +96,12 @@ describe('Anthropic errors and stream edge cases', () => {
     claude.enqueue({ status: 529, json: anthropicError('overloaded_error', 'Overloaded') });
     assert.deepEqual(await errorOf(await post({}), 503), {
       code: 'upstream_overloaded',
-      message: 'claude: Overloaded',
+      message: 'Overloaded',
       kind: 'retryable',
       scope: 'provider',
       type: 'server_error',
       param: null,
-      metadata: { provider: 'claude', upstream_status: 529, upstream_code: 'overloaded_error' },
+      metadata: { provider_name: 'claude', upstream_status: 529, upstream_code: 'overloaded_error' },
     });
   });
 
@@ -110,12 +110,12 @@ describe('Anthropic errors and stream edge cases', () => {
     claude.enqueue({ status: 401, json: anthropicError('authentication_error', 'invalid x-api-key') });
     assert.deepEqual(await errorOf(await post({ stream: true }), 502), {
       code: 'upstream_auth_failed',
-      message: 'claude: invalid x-api-key',
+      message: 'invalid x-api-key',
       kind: 'terminal',
       scope: 'provider',
       type: 'server_error',
       param: null,
-      metadata: { provider: 'claude', upstream_status: 401, upstream_code: 'authentication_error' },
+      metadata: { provider_name: 'claude', upstream_status: 401, upstream_code: 'authentication_error' },
     });
   });
 
@@ -125,12 +125,12 @@ describe('Anthropic errors and stream edge cases', () => {
     claude.enqueue({ status: 400, json: anthropicError('invalid_request_error', message) });
     assert.deepEqual(await errorOf(await post({}), 400), {
       code: 'upstream_bad_request',
-      message: `claude: ${message}`,
+      message: `${message}`,
       kind: 'terminal',
       scope: 'provider',
       type: 'invalid_request_error',
       param: null,
-      metadata: { provider: 'claude', upstream_status: 400, upstream_code: 'invalid_request_error' },
+      metadata: { provider_name: 'claude', upstream_status: 400, upstream_code: 'invalid_request_error' },
     });
   });
 
@@ -139,7 +139,7 @@ describe('Anthropic errors and stream edge cases', () => {
     claude.enqueue({ status: 400, json: anthropicError('invalid_request_error', 'prompt is too long: 210000 tokens > 200000 maximum') });
     const err = await errorOf(await post({}), 400);
     assert.equal(err.code, 'context_length_exceeded');
-    assert.equal(err.message, 'claude: prompt is too long: 210000 tokens > 200000 maximum');
+    assert.equal(err.message, 'prompt is too long: 210000 tokens > 200000 maximum');
   });
 
   test('429 rate_limit_error → 429 upstream_rate_limited with Retry-After', async (t) => {
@@ -149,8 +149,8 @@ describe('Anthropic errors and stream edge cases', () => {
     assert.equal(res.headers.get('retry-after'), '17');
     const err = await errorOf(res, 429);
     assert.equal(err.code, 'upstream_rate_limited');
-    assert.equal(err.message, 'claude: Number of request tokens has exceeded your per-minute rate limit');
-    assert.deepEqual(err.metadata, { provider: 'claude', upstream_status: 429, upstream_code: 'rate_limit_error' });
+    assert.equal(err.message, 'Number of request tokens has exceeded your per-minute rate limit');
+    assert.deepEqual(err.metadata, { provider_name: 'claude', upstream_status: 429, upstream_code: 'rate_limit_error' });
   });
 
   test('a non-JSON error page → upstream_error with the page text', async (t) => {
@@ -158,8 +158,8 @@ describe('Anthropic errors and stream edge cases', () => {
     claude.enqueue({ status: 502, text: '<html><body><h1>502 Bad Gateway</h1></body></html>' });
     const err = await errorOf(await post({}), 502);
     assert.equal(err.code, 'upstream_error');
-    assert.equal(err.message, 'claude: 502 Bad Gateway');
-    assert.deepEqual(err.metadata, { provider: 'claude', upstream_status: 502 });
+    assert.equal(err.message, '502 Bad Gateway');
+    assert.deepEqual(err.metadata, { provider_name: 'claude', upstream_status: 502 });
   });
 
   test('a 200 JSON error body → the mapped error', async (t) => {
@@ -167,7 +167,7 @@ describe('Anthropic errors and stream edge cases', () => {
     claude.enqueue({ json: anthropicError('api_error', 'Internal server error') });
     const err = await errorOf(await post({}), 502);
     assert.equal(err.code, 'upstream_error');
-    assert.equal(err.message, 'claude: Internal server error');
+    assert.equal(err.message, 'Internal server error');
   });
 
   test('an error event first in the stream fails over to the next endpoint (kind openai)', async (t) => {
@@ -202,7 +202,7 @@ describe('Anthropic errors and stream edge cases', () => {
     claude.enqueue({ sse: [overloaded], framing: 'anthropic' });
     const err = await errorOf(await post({ stream: true }), 503);
     assert.equal(err.code, 'upstream_overloaded');
-    assert.equal(err.message, 'claude: Overloaded');
+    assert.equal(err.message, 'Overloaded');
   });
 
   test('an error event after the first byte → the error chunk with finish_reason "error"', async (t) => {
@@ -214,7 +214,7 @@ describe('Anthropic errors and stream edge cases', () => {
     const last = chunks.at(-1)!;
     assert.deepEqual(last.choices, [{ index: 0, delta: {}, logprobs: null, finish_reason: 'error' }]);
     assert.equal(last.error.code, 'upstream_rate_limited');
-    assert.equal(last.error.message, 'claude: slow down');
+    assert.equal(last.error.message, 'slow down');
     assert.equal(chunks.map((c) => c.choices[0]?.delta?.content ?? '').join(''), 'Hello');
     for (const c of chunks.slice(0, -1)) {
       assert.deepEqual(validateChatCompletionChunk(c), []);
@@ -230,7 +230,7 @@ describe('Anthropic errors and stream edge cases', () => {
     const last = chunks.at(-1)!;
     assert.equal(last.choices[0].finish_reason, 'error');
     assert.equal(last.error.code, 'upstream_connection_failed');
-    assert.equal(last.error.message, 'claude: the stream ended before the message finished (no message_delta or message_stop)');
+    assert.equal(last.error.message, 'the stream ended before the message finished (no message_delta or message_stop)');
     // Only the input count was reported before the cut: the gateway estimates the usage.
     await gw.flush();
     const row = await gw.store.db.selectFrom('generations').selectAll().where('id', '=', last.id as string).executeTakeFirstOrThrow();

@@ -92,7 +92,7 @@ describe('Gemini errors through the gateway', () => {
       assert.equal(r.status, 502);
       assert.equal(r.json.error.code, 'upstream_auth_failed');
       assert.equal(r.json.error.type, 'server_error');
-      assert.equal(r.json.error.message, 'gemini: API key not valid. Please pass a valid API key.');
+      assert.equal(r.json.error.message, 'API key not valid. Please pass a valid API key.');
       assert.equal(r.json.error.metadata.upstream_status, 400);
       assert.equal(r.json.error.metadata.upstream_code, body.error.details ? 'API_KEY_INVALID' : 'INVALID_ARGUMENT');
     }
@@ -106,7 +106,7 @@ describe('Gemini errors through the gateway', () => {
     const r = await post({});
     assert.equal(r.status, 429);
     assert.equal(r.json.error.code, 'upstream_rate_limited');
-    assert.equal(r.json.error.message, `gemini: ${recorded.error.message}`);
+    assert.equal(r.json.error.message, `${recorded.error.message}`);
     assert.equal(r.json.error.metadata.upstream_code, 'RESOURCE_EXHAUSTED');
     assert.equal(r.headers.get('retry-after'), '35'); // retryDelay "34.4s", rounded up
   });
@@ -130,21 +130,21 @@ describe('Gemini errors through the gateway', () => {
       const r = await post({});
       assert.equal(r.status, clientStatus, message);
       assert.equal(r.json.error.code, code, message);
-      assert.equal(r.json.error.message, `gemini: ${message}`);
+      assert.equal(r.json.error.message, `${message}`);
       assert.equal(r.json.error.metadata.upstream_status, status);
       assert.equal(r.json.error.metadata.upstream_code, canonical);
     }
     gemini.enqueue({ status: 502, text: '<html><body>Bad Gateway</body></html>', headers: { 'content-type': 'text/html' } });
     const html = await post({});
     assert.equal(html.json.error.code, 'upstream_error');
-    assert.equal(html.json.error.message, 'gemini: Bad Gateway');
+    assert.equal(html.json.error.message, 'Bad Gateway');
   });
 
   test('the SDK sees typed errors', async () => {
     gemini.enqueue({ status: 503, json: gError(503, 'UNAVAILABLE', 'The model is overloaded.') });
     await assert.rejects(
       client.chat.completions.create({ model: 'google/gemini-x', messages: [{ role: 'user', content: 'hi' }] }),
-      (e: unknown) => e instanceof OpenAI.InternalServerError && e.status === 503 && e.code === 'upstream_overloaded' && e.message.includes('gemini: The model is overloaded.'),
+      (e: unknown) => e instanceof OpenAI.InternalServerError && e.status === 503 && e.code === 'upstream_overloaded' && e.message.includes('The model is overloaded.'),
     );
     gemini.enqueue({ status: 400, json: gError(400, 'INVALID_ARGUMENT', 'Invalid JSON payload received.') });
     await assert.rejects(
@@ -159,14 +159,14 @@ describe('Gemini errors through the gateway', () => {
     const complete = await post({});
     assert.equal(complete.status, 400);
     assert.equal(complete.json.error.code, 'upstream_bad_request');
-    assert.equal(complete.json.error.message, 'gemini: the prompt was blocked by the provider (blockReason PROHIBITED_CONTENT)');
+    assert.equal(complete.json.error.message, 'the prompt was blocked by the provider (blockReason PROHIBITED_CONTENT)');
     assert.equal(complete.json.error.metadata.block_reason, 'PROHIBITED_CONTENT');
 
     gemini.enqueue({ sse: [JSON.stringify({ ...blocked, promptFeedback: { blockReason: 'SAFETY', blockReasonMessage: 'unsafe' } })], framing: 'gemini' });
     const streamed = await post({ stream: true });
     assert.equal(streamed.status, 400);
     assert.equal(streamed.json.error.code, 'upstream_bad_request');
-    assert.equal(streamed.json.error.message, 'gemini: the prompt was blocked by the provider (blockReason SAFETY): unsafe');
+    assert.equal(streamed.json.error.message, 'the prompt was blocked by the provider (blockReason SAFETY): unsafe');
     const record = await lastRecord();
     assert.equal(record.status, 'error');
     assert.equal(record.error_code, 'upstream_bad_request');
@@ -199,14 +199,14 @@ describe('Gemini errors through the gateway', () => {
     const last = r.events.at(-1)!;
     assert.deepEqual(last.choices, [{ index: 0, delta: {}, logprobs: null, finish_reason: 'error' }]);
     assert.equal(last.error.code, 'upstream_error');
-    assert.equal(last.error.message, 'gemini: An internal error has occurred.');
+    assert.equal(last.error.message, 'An internal error has occurred.');
     assert.deepEqual(last.usage, { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6, cost: 0 });
 
     gemini.enqueue({ sse: [textEvent('Hel')], framing: 'gemini' });
     const cut = await post({ stream: true });
     assert.equal(cut.events.at(-1)!.choices[0].finish_reason, 'error');
     assert.equal(cut.events.at(-1)!.error.code, 'upstream_connection_failed');
-    assert.equal(cut.events.at(-1)!.error.message, 'gemini: the stream ended before the generation finished');
+    assert.equal(cut.events.at(-1)!.error.message, 'the stream ended before the generation finished');
 
     gemini.enqueue({ sse: [textEvent('Hi', { finishReason: 'STOP' })], framing: 'gemini' });
     const ok = await post({ stream: true });
@@ -221,7 +221,7 @@ describe('Gemini errors through the gateway', () => {
       (async () => {
         for await (const c of stream) text += c.choices[0]?.delta?.content ?? '';
       })(),
-      (e: unknown) => e instanceof OpenAI.APIError && /gemini: overloaded/.test(e.message),
+      (e: unknown) => e instanceof OpenAI.APIError && /overloaded/.test(e.message),
     );
     assert.equal(text, 'Hello');
   });

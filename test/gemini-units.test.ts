@@ -113,7 +113,7 @@ describe('gemini conversions', () => {
   test('error bodies: array form, in-band codes', () => {
     const e = parseGeminiErrorResponse('g', 503, {}, JSON.stringify([{ error: { code: 503, message: 'overloaded', status: 'UNAVAILABLE' } }]));
     assert.equal(e.code, 'upstream_overloaded');
-    assert.equal(e.message, 'g: overloaded');
+    assert.equal(e.message, 'overloaded');
     assert.equal(inBandGeminiError('g', { code: 429, message: 'slow down', status: 'RESOURCE_EXHAUSTED' }).code, 'upstream_rate_limited');
     assert.equal(inBandGeminiError('g', { code: 400, message: 'bad', status: 'INVALID_ARGUMENT' }).code, 'upstream_error');
     assert.equal(inBandGeminiError('g', { message: 'The input token count (5) exceeds the maximum number of tokens allowed (4).' }).code, 'context_length_exceeded');

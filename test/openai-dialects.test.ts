@@ -54,7 +54,7 @@ describe('openai dialects', () => {
     assert.equal(chunks.map((x) => x.choices[0]?.delta?.reasoning ?? '').join(''), 'hm');
     assert.deepEqual(chunks.at(-1)!.usage, { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5, cost: 0 });
     u.enqueue({ status: 400, json: { object: 'error', message: 'max_tokens must be at least 1', type: 'BadRequestError', param: null, code: 400 } });
-    await assert.rejects(client.chat.completions.create({ model: 'test/vllm', messages: [{ role: 'user', content: 'x' }] }), (e: unknown) => e instanceof OpenAI.BadRequestError && e.code === 'upstream_bad_request' && e.message === '400 vllm: max_tokens must be at least 1');
+    await assert.rejects(client.chat.completions.create({ model: 'test/vllm', messages: [{ role: 'user', content: 'x' }] }), (e: unknown) => e instanceof OpenAI.BadRequestError && e.code === 'upstream_bad_request' && e.message === '400 max_tokens must be at least 1');
   });
 
   test('llama.cpp: null first content, [DONE] without its blank line, named tool_choice forced, 503 while loading', async () => {
@@ -119,7 +119,7 @@ describe('openai dialects', () => {
     assert.equal(parsed.map((p) => p.choices[0]?.delta?.content ?? '').join(''), 'Part');
     const err = parsed.at(-1)!;
     assert.equal(err.error.code, 'upstream_error');
-    assert.equal(err.error.message, 'openrouter: Provider disconnected');
+    assert.equal(err.error.message, 'Provider disconnected');
     assert.equal(err.choices[0].finish_reason, 'error');
     assert.equal(events.at(-1), 'data: [DONE]');
     const sent = u.requests.at(-1)!.json as Json;

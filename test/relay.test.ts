@@ -413,33 +413,33 @@ describe('upstream errors before the first byte', () => {
     const e502 = await checkErrorResponse(await post(gw, streamRequest()), 502);
     assert.deepEqual(e502, {
       code: 'upstream_error',
-      message: 'up: 502 Bad Gateway 502 Bad Gateway nginx/1.25.3',
+      message: '502 Bad Gateway 502 Bad Gateway nginx/1.25.3',
       kind: 'retryable',
       scope: 'provider',
       type: 'server_error',
       param: null,
       request_id: e502.request_id,
-      metadata: { provider: 'up', upstream_status: 502 },
+      metadata: { provider_name: 'up', upstream_status: 502 },
     });
 
     up.enqueue({ status: 400, text: 'invalid parameter: temperature must be <= 1 for this model' });
     const e400 = await checkErrorResponse(await post(gw, streamRequest({ temperature: 1.5 })), 400);
     assert.deepEqual(e400, {
       code: 'upstream_bad_request',
-      message: 'up: invalid parameter: temperature must be <= 1 for this model',
+      message: 'invalid parameter: temperature must be <= 1 for this model',
       kind: 'terminal',
       scope: 'provider',
       type: 'invalid_request_error',
       param: null,
       request_id: e400.request_id,
-      metadata: { provider: 'up', upstream_status: 400 },
+      metadata: { provider_name: 'up', upstream_status: 400 },
     });
 
     up.enqueue({ status: 503, text: 'Service Unavailable' });
     const e503 = await checkErrorResponse(await post(gw, { model: 'test/model', messages: HELLO }), 503);
     assert.equal(e503.code, 'upstream_overloaded');
     assert.equal(e503.kind, 'retryable');
-    assert.equal(e503.message, 'up: Service Unavailable');
+    assert.equal(e503.message, 'Service Unavailable');
     assert.equal(up.requests.length, 3);
   });
 
@@ -452,7 +452,7 @@ describe('upstream errors before the first byte', () => {
     assert.equal(err.kind, 'retryable');
     assert.equal(err.scope, 'provider');
     assert.equal(err.type, 'server_error');
-    assert.equal(err.message, 'up: overloaded');
+    assert.equal(err.message, 'overloaded');
     await gw.flush();
     const row = await gw.store.db.selectFrom('generations').selectAll().where('request_id', '=', err.request_id as string).executeTakeFirstOrThrow();
     assert.equal(row.status, 'error');
@@ -493,13 +493,13 @@ describe('upstream errors before the first byte', () => {
     const err = await checkErrorResponse(res, 429);
     assert.deepEqual(err, {
       code: 'upstream_rate_limited',
-      message: 'up: Rate limit reached for requests',
+      message: 'Rate limit reached for requests',
       kind: 'retryable',
       scope: 'provider',
       type: 'rate_limit_error',
       param: null,
       request_id: err.request_id,
-      metadata: { provider: 'up', upstream_status: 429, upstream_code: 'rate_limit_exceeded' },
+      metadata: { provider_name: 'up', upstream_status: 429, upstream_code: 'rate_limit_exceeded' },
     });
 
     up.enqueue(rate);
@@ -541,7 +541,7 @@ describe('failures after the first byte', () => {
     assert.equal(chunk.error.scope, 'provider');
     assert.equal(chunk.error.type, 'server_error');
     assert.equal(chunk.error.param, null);
-    assert.equal(chunk.error.message, 'up: other side closed');
+    assert.equal(chunk.error.message, 'other side closed');
     assert.equal(chunk.usage.total_tokens, chunk.usage.prompt_tokens + chunk.usage.completion_tokens);
     assert.ok(chunk.usage.completion_tokens > 0);
     assert.equal(up2.requests.length, 0, 'no fallback after the first byte');
@@ -561,13 +561,13 @@ describe('failures after the first byte', () => {
     assert.equal(contentOf(s.events), 'Hello world');
     assert.deepEqual(chunk.error, {
       code: 'upstream_error',
-      message: 'up: model crashed',
+      message: 'model crashed',
       kind: 'retryable',
       scope: 'provider',
       type: 'server_error',
       param: null,
       request_id: s.res.headers.get('x-request-id'),
-      metadata: { provider: 'up', upstream_status: 500, upstream_code: 500 },
+      metadata: { provider_name: 'up', upstream_status: 500, upstream_code: 500 },
     });
     assert.equal(up2.requests.length, 0, 'no fallback after the first byte');
   });
@@ -596,7 +596,7 @@ describe('failures after the first byte', () => {
 });
 
 describe('timeouts', () => {
-  const FIRST_TOKEN_MESSAGES = ['up: no first token within 300 ms', 'up: no response within the first-token timeout'];
+  const FIRST_TOKEN_MESSAGES = ['up: no first token within 300 ms', 'no response within the first-token timeout'];
 
   test('first-token timeout: no headers in time → 504 upstream_timeout', async (t) => {
     const { up, gw } = await setup(t, { timeouts: { first_token_ms: 300, idle_ms: 1000 } });
@@ -646,7 +646,7 @@ describe('timeouts', () => {
     assert.equal(contentOf(s.events), 'Hi');
     assert.equal(chunk.error.code, 'upstream_timeout');
     assert.equal(chunk.error.type, 'timeout_error');
-    assert.equal(chunk.error.message, 'up: the response went silent longer than the idle timeout');
+    assert.equal(chunk.error.message, 'the response went silent longer than the idle timeout');
   });
 });
 

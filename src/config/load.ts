@@ -68,36 +68,52 @@ function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, path: (string | n
 /** Provider kinds whose adapter serves `POST /embeddings` (an endpoint's `embeddings: true`). */
 const EMBEDDING_KINDS: readonly string[] = ['openai'];
 
-/** Cross-reference checks the schema cannot express. */
-function checkReferences(config: GatewayConfig): string[] {
+type Loose = Record<string, unknown>;
+const asList = (v: unknown): Loose[] => (Array.isArray(v) ? v.map((x) => (x !== null && typeof x === 'object' ? (x as Loose) : {})) : []);
+const asString = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+const asNumber = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
+
+/**
+ * Cross-reference checks the schema cannot express. They read the config loosely (a field of
+ * the wrong type is skipped, the schema reports it), so they run even when the schema failed
+ * and one report lists every problem of the file.
+ */
+function checkReferences(raw: unknown): string[] {
+  const config = raw !== null && typeof raw === 'object' ? (raw as Loose) : {};
   const issues: string[] = [];
-  const providers = new Map<string, GatewayConfig['providers'][number]>();
-  config.providers.forEach((p, i) => {
-    if (providers.has(p.id)) issues.push(`providers[${i}].id: duplicate provider id "${p.id}"`);
-    providers.set(p.id, p);
-    if (p.kind === 'openai' && !p.base_url) {
+  const providers = new Map<string, string | undefined>();
+  asList(config.providers).forEach((p, i) => {
+    const id = asString(p.id);
+    if (id === undefined) return;
+    if (providers.has(id)) issues.push(`providers[${i}].id: duplicate provider id "${id}"`);
+    providers.set(id, asString(p.kind));
+    const baseUrl = asString(p.base_url);
+    if (p.kind === 'openai' && !baseUrl) {
       issues.push(`providers[${i}].base_url: required for kind "openai"`);
     }
-    if (p.base_url && !/^https?:\/\//.test(p.base_url)) {
+    if (baseUrl && !/^https?:\/\//.test(baseUrl)) {
       issues.push(`providers[${i}].base_url: must start with http:// or https://`);
     }
   });
   const models = new Set<string>();
-  config.models.forEach((m, i) => {
-    if (models.has(m.id)) issues.push(`models[${i}].id: duplicate model id "${m.id}"`);
-    models.add(m.id);
-    m.endpoints.forEach((e, j) => {
+  asList(config.models).forEach((m, i) => {
+    const id = asString(m.id);
+    if (id !== undefined && models.has(id)) issues.push(`models[${i}].id: duplicate model id "${id}"`);
+    if (id !== undefined) models.add(id);
+    asList(m.endpoints).forEach((e, j) => {
       const at = `models[${i}].endpoints[${j}]`;
-      const p = providers.get(e.provider);
-      if (!p) {
+      const provider = asString(e.provider);
+      const kind = provider === undefined ? undefined : providers.get(provider);
+      if (provider !== undefined && !providers.has(provider)) {
         const known = [...providers.keys()].join(', ') || 'none configured';
-        issues.push(`${at}.provider: unknown provider "${e.provider}" (known: ${known})`);
-      } else if (e.embeddings && !EMBEDDING_KINDS.includes(p.kind)) {
-        issues.push(`${at}.embeddings: provider kind "${p.kind}" does not serve embeddings (kinds that do: ${EMBEDDING_KINDS.join(', ')})`);
+        issues.push(`${at}.provider: unknown provider "${provider}" (known: ${known})`);
+      } else if (e.embeddings === true && kind !== undefined && !EMBEDDING_KINDS.includes(kind)) {
+        issues.push(`${at}.embeddings: provider kind "${kind}" does not serve embeddings (kinds that do: ${EMBEDDING_KINDS.join(', ')})`);
       }
-      const ctx = e.context_length ?? m.context_length;
-      if (e.max_completion_tokens !== undefined && e.max_completion_tokens > ctx) {
-        issues.push(`${at}.max_completion_tokens: ${e.max_completion_tokens} exceeds the context length ${ctx}`);
+      const ctx = asNumber(e.context_length) ?? asNumber(m.context_length);
+      const max = asNumber(e.max_completion_tokens);
+      if (max !== undefined && ctx !== undefined && max > ctx) {
+        issues.push(`${at}.max_completion_tokens: ${max} exceeds the context length ${ctx}`);
       }
     });
   });
@@ -114,16 +130,18 @@ function deepFreeze<T>(value: T): T {
 
 /**
  * Validate a parsed config object: env substitution, strict schema, cross-references, freeze.
- * @throws ConfigError listing every problem with its config path.
+ * @throws ConfigError listing every problem of the config with its path, all in one report
+ * (unset variables, schema violations and dangling references together).
  */
 export function parseConfig(raw: unknown, source: string, env: NodeJS.ProcessEnv = process.env): Readonly<GatewayConfig> {
-  const issues: string[] = [];
-  const substituted = substituteEnv(raw ?? {}, env, [], issues);
-  if (issues.length > 0) throw new ConfigError(source, issues);
+  const envIssues: string[] = [];
+  const substituted = substituteEnv(raw ?? {}, env, [], envIssues);
   const result = configSchema.safeParse(substituted);
-  if (!result.success) throw new ConfigError(source, result.error.issues.map(formatIssue));
-  const refIssues = checkReferences(result.data);
-  if (refIssues.length > 0) throw new ConfigError(source, refIssues);
+  // A value whose variable is unset is reported once, for the variable, not again for being empty.
+  const unsetPaths = envIssues.map((i) => i.slice(0, i.indexOf(': ')));
+  const schemaIssues = result.success ? [] : result.error.issues.map(formatIssue).filter((i) => !unsetPaths.some((p) => i.startsWith(`${p}: `) || i.startsWith(`${p}.`) || i.startsWith(`${p}[`)));
+  const issues = [...new Set([...envIssues, ...schemaIssues, ...checkReferences(substituted)])];
+  if (issues.length > 0 || !result.success) throw new ConfigError(source, issues);
   return deepFreeze(result.data);
 }
 

@@ -7,6 +7,15 @@ import { z } from 'zod';
 
 const slug = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/i, 'must be a slug: letters, digits, ".", "_" or "-"');
 
+/**
+ * A value sent in an HTTP header (a key, a header value): control characters would split or
+ * corrupt the request line (CR/LF header injection), so none is allowed — a key read from a
+ * file with its trailing newline is the usual cause.
+ */
+const headerValue = z.string().refine((v) => ![...v].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f), 'must not contain control characters (CR, LF, tab …); a value read from a file may carry a trailing newline');
+/** An HTTP header name (an RFC 9110 token). */
+const headerName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be a header name: letters, digits and !#$%&\'*+.^_`|~-');
+
 /** Timeouts of upstream calls, in ms. `0` disables one. */
 export const timeoutsSchema = z
   .object({
@@ -38,6 +47,10 @@ export const imageFetchSchema = z
     timeout_ms: z.number().int().min(1).default(10_000),
     /** Allow loopback, private and link-local addresses (off: prevents SSRF into your network). */
     allow_private_addresses: z.boolean().default(false),
+    /** Most image URLs fetched for one request; more is a 400. */
+    max_images_per_request: z.number().int().min(0).max(1000).default(16),
+    /** Most bytes fetched for one request, all its images together. */
+    max_total_bytes_per_request: z.number().int().min(1).default(32 * 1024 * 1024),
   })
   .strict();
 
@@ -71,8 +84,8 @@ export const providerSchema = z
     /** Kind `openai` only: the server family, for its quirks (see docs/providers.md). */
     dialect: z.enum(['openai', 'vllm', 'llamacpp', 'ollama', 'deepseek', 'groq', 'openrouter', 'mistral']).default('openai'),
     base_url: z.string().url('must be an absolute http(s) URL').optional(),
-    api_key: z.string().optional(),
-    headers: z.record(z.string(), z.string()).default({}),
+    api_key: headerValue.optional(),
+    headers: z.record(headerName, headerValue).default({}),
     data_policy: dataPolicySchema.default({}),
     timeouts: timeoutsSchema.default({}),
     /** Most connections kept open to this provider. */
@@ -174,6 +187,20 @@ export const serverSchema = z
     drain_timeout_ms: z.number().int().min(0).default(30_000),
     /** Deepest JSON nesting accepted in a request body. */
     max_json_depth: z.number().int().min(8).max(1000).default(64),
+    /** Put `GET /metrics` behind the admin key (`OP_ADMIN_KEY`). Off: /metrics is public. */
+    metrics_auth: z.boolean().default(false),
+    /** Let browser apps on other origins call the API (CORS). Unset: off. */
+    cors: z
+      .object({
+        /** Origins allowed, exactly as browsers send them (`https://app.example.com`), or `*` for any. */
+        allowed_origins: z
+          .array(z.string().regex(/^(\*|https?:\/\/[^/\s?#]+)$/, 'must be "*" or an origin like https://app.example.com (scheme and host, no path)'))
+          .min(1, 'list at least one origin'),
+        /** How long a browser may cache a preflight answer, in seconds. */
+        max_age_s: z.number().int().min(0).max(86_400).default(600),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 

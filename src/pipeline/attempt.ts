@@ -52,7 +52,7 @@ export const shuttingDown = () => new GatewayError('gateway_shutting_down', 'the
 export function nonStreamedFailure(a: Attempt, err: unknown, timedOut: boolean): GatewayError {
   const { target } = a;
   if (a.rt.shutdown.signal.aborted) return shuttingDown();
-  if (timedOut) return new GatewayError('upstream_timeout', `${target.provider.id}: no complete response within ${target.timeouts.total_ms} ms`, { metadata: { provider: target.provider.id } });
+  if (timedOut) return new GatewayError('upstream_timeout', `no complete response within ${target.timeouts.total_ms} ms`, { metadata: { provider_name: target.provider.id } });
   if (err instanceof GatewayError) return err;
   if (a.state.clientGone.signal.aborted) return clientClosed();
   return transportErrorToGatewayError(err, target.provider.id);

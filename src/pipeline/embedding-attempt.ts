@@ -45,11 +45,11 @@ export async function embedAttempt(a: Attempt, ingress: EmbeddingIngress): Promi
       try {
         json = JSON.parse(await res.body.text());
       } catch {
-        throw new GatewayError('upstream_invalid_response', `${target.provider.id}: response body is not JSON`, { metadata: { provider: target.provider.id } });
+        throw new GatewayError('upstream_invalid_response', `response body is not JSON`, { metadata: { provider_name: target.provider.id } });
       }
       const result = adapter.parseEmbeddingResult(json);
       if (result.embeddings.length !== batch.input.length) {
-        throw new GatewayError('upstream_invalid_response', `${target.provider.id}: ${result.embeddings.length} vectors for ${batch.input.length} inputs`, { metadata: { provider: target.provider.id } });
+        throw new GatewayError('upstream_invalid_response', `${result.embeddings.length} vectors for ${batch.input.length} inputs`, { metadata: { provider_name: target.provider.id } });
       }
       embeddings.push(...result.embeddings);
       if (result.usage === null) reported = false;

@@ -40,7 +40,7 @@ export async function completeAttempt(a: Attempt, ingress: GenerationIngress, ca
     try {
       json = JSON.parse(text);
     } catch {
-      throw new GatewayError('upstream_invalid_response', `${target.provider.id}: response body is not JSON`, { metadata: { provider: target.provider.id } });
+      throw new GatewayError('upstream_invalid_response', `response body is not JSON`, { metadata: { provider_name: target.provider.id } });
     }
     const result = adapter.parseResult(json, a.lane.operation);
     const acc = OutputAccumulator.fromResult(result);
@@ -166,9 +166,9 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
     let err: GatewayError;
     if (state.clientGone.signal.aborted) err = clientClosed();
     else if (rt.shutdown.signal.aborted) err = shuttingDown();
-    else if (firstTokenTimedOut) err = new GatewayError('upstream_timeout', `${target.provider.id}: no first token within ${ftMs} ms`, { metadata: { provider: target.provider.id } });
+    else if (firstTokenTimedOut) err = new GatewayError('upstream_timeout', `no first token within ${ftMs} ms`, { metadata: { provider_name: target.provider.id } });
     else if (thrown instanceof GatewayError) err = thrown;
-    else if (thrown instanceof SyntaxError) err = new GatewayError('upstream_invalid_response', `${target.provider.id}: response body is not JSON`, { metadata: { provider: target.provider.id } });
+    else if (thrown instanceof SyntaxError) err = new GatewayError('upstream_invalid_response', `response body is not JSON`, { metadata: { provider_name: target.provider.id } });
     else err = transportErrorToGatewayError(thrown, target.provider.id);
     attempt.abort();
     if (!state.outputStarted) throw err;

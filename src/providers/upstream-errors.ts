@@ -1,5 +1,69 @@
 import { GatewayError } from '../errors/gateway-error.js';
 import type { ErrorCode } from '../errors/catalog.js';
+import type { ProviderConfig } from '../config/schema.js';
+
+/** What a secret is replaced with in upstream error text. */
+export const REDACTED = '[redacted]';
+
+/** Shortest configured value redacted by exact match (shorter ones are too likely to be ordinary words). */
+const MIN_SECRET_LENGTH = 6;
+
+/**
+ * Credentials upstreams (or proxies in front of them) quote back in error messages: the value of
+ * an `Authorization` / `Proxy-Authorization` / `x-api-key` / `x-goog-api-key` / `api-key` header
+ * or JSON field, a `key=` query parameter, a bare bearer token, and well-known key shapes.
+ */
+const SECRET_PATTERNS: ReadonlyArray<[RegExp, string]> = [
+  [/\b((?:proxy-)?authorization["']?\s*[:=]\s*["']?)(?:(?:bearer|basic|token)\s+)?[^\s"',;}]+/gi, `$1${REDACTED}`],
+  [/\b((?:x-api-key|x-goog-api-key|api[-_]?key|access[-_]?token)["']?\s*[:=]\s*["']?)[^\s"',;}&]+/gi, `$1${REDACTED}`],
+  [/([?&;](?:key|api_key|apikey|access_token|token)=)[^&\s"'<>#]+/gi, `$1${REDACTED}`],
+  [/\b(bearer\s+)[A-Za-z0-9._~+/=-]{8,}/gi, `$1${REDACTED}`],
+  [/\b(?:sk|rk|pk)-[A-Za-z0-9_-]{16,}/g, REDACTED],
+  [/\bAIza[0-9A-Za-z_-]{30,}/g, REDACTED],
+];
+
+/**
+ * The values of a provider that must never reach a client, a log or the database: its `api_key`
+ * and the values of its configured `headers` (6 characters or longer).
+ */
+export function providerSecrets(provider: Pick<ProviderConfig, 'api_key' | 'headers'>): string[] {
+  const values = [provider.api_key ?? '', ...Object.values(provider.headers ?? {})];
+  // Longest first: a key that contains another is replaced whole.
+  return [...new Set(values.map((v) => v.replace(/^(bearer|basic)\s+/i, '').trim()).filter((v) => v.length >= MIN_SECRET_LENGTH))].sort((a, b) => b.length - a.length);
+}
+
+/**
+ * Replace secrets in upstream error text with `[redacted]`: every exact occurrence of `secrets`
+ * (a provider's configured key and header values) and every credential-shaped value
+ * ({@link SECRET_PATTERNS}). The one scrubbing function of every upstream error path.
+ */
+export function redactSecrets(text: string, secrets: readonly string[] = []): string {
+  let out = text;
+  for (const secret of secrets) if (secret.length >= MIN_SECRET_LENGTH && out.includes(secret)) out = out.split(secret).join(REDACTED);
+  for (const [re, replacement] of SECRET_PATTERNS) out = out.replace(re, replacement);
+  return out;
+}
+
+function redactValue(value: unknown, secrets: readonly string[]): unknown {
+  if (typeof value === 'string') return redactSecrets(value, secrets);
+  if (Array.isArray(value)) return value.map((v) => redactValue(v, secrets));
+  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactValue(v, secrets)]));
+  return value;
+}
+
+/**
+ * An upstream error as it may leave the gateway (to the client, the logs and the generation
+ * record): secrets of the provider redacted in the message and metadata, no `<provider id>: `
+ * prefix in the message, and the provider id in `metadata.provider_name`.
+ */
+export function clientSafeUpstreamError(err: GatewayError, provider: { id: string; secrets: readonly string[] }): GatewayError {
+  const prefix = `${provider.id}: `;
+  const unprefixed = err.message.startsWith(prefix) ? err.message.slice(prefix.length) : err.message;
+  const message = redactSecrets(unprefixed, provider.secrets);
+  const { provider: _legacy, ...rest } = err.metadata ?? {};
+  const metadata = { ...(redactValue(rest, provider.secrets) as Record<string, unknown>), provider_name: provider.id };
+  return new GatewayError(err.code, message, { param: err.param, status: err.status, retryAfterSeconds: err.retryAfterSeconds, metadata, cause: err.cause });
+}
 
 /** What an upstream said about a failure, provider-neutral. */
 export interface UpstreamFailure {
@@ -30,12 +94,13 @@ export function isContextLengthMessage(message: string, code?: string | number |
 
 /**
  * Map an upstream failure to a catalog error by HTTP status (SPEC §2.3). The upstream message
- * is kept; the upstream status and code go into `metadata`.
+ * is kept, with credentials redacted ({@link redactSecrets}); the provider id, upstream status
+ * and code go into `metadata` (`provider_name`, `upstream_status`, `upstream_code`).
  */
 export function upstreamFailureToError(f: UpstreamFailure): GatewayError {
-  const metadata: Record<string, unknown> = { provider: f.providerId, upstream_status: f.status };
-  if (f.upstreamCode !== undefined && f.upstreamCode !== null) metadata.upstream_code = f.upstreamCode;
-  const msg = f.message || `upstream answered HTTP ${f.status}`;
+  const metadata: Record<string, unknown> = { provider_name: f.providerId, upstream_status: f.status };
+  if (f.upstreamCode !== undefined && f.upstreamCode !== null) metadata.upstream_code = typeof f.upstreamCode === 'string' ? redactSecrets(f.upstreamCode) : f.upstreamCode;
+  const msg = redactSecrets(f.message || `upstream answered HTTP ${f.status}`);
   let code: ErrorCode;
   let status: number | undefined;
   switch (true) {
@@ -69,7 +134,7 @@ export function upstreamFailureToError(f: UpstreamFailure): GatewayError {
     default:
       code = 'upstream_error';
   }
-  return new GatewayError(code, `${f.providerId}: ${msg}`, {
+  return new GatewayError(code, msg, {
     param: f.param ?? null,
     status,
     retryAfterSeconds: f.retryAfterSeconds,
@@ -92,15 +157,15 @@ export function transportErrorToGatewayError(err: unknown, providerId: string): 
   if (err instanceof GatewayError) return err;
   const e = err as { code?: string; name?: string; message?: string; cause?: { code?: string } };
   const code = e?.code ?? e?.cause?.code ?? '';
-  const metadata = { provider: providerId, transport_error: code || e?.name || 'unknown' };
+  const metadata = { provider_name: providerId, transport_error: code || e?.name || 'unknown' };
   switch (code) {
     case 'UND_ERR_CONNECT_TIMEOUT':
-      return new GatewayError('upstream_timeout', `${providerId}: connect timeout`, { metadata, cause: err });
+      return new GatewayError('upstream_timeout', 'the upstream did not accept the connection within the connect timeout', { metadata, cause: err });
     case 'UND_ERR_HEADERS_TIMEOUT':
-      return new GatewayError('upstream_timeout', `${providerId}: no response within the first-token timeout`, { metadata, cause: err });
+      return new GatewayError('upstream_timeout', 'no response within the first-token timeout', { metadata, cause: err });
     case 'UND_ERR_BODY_TIMEOUT':
-      return new GatewayError('upstream_timeout', `${providerId}: the response went silent longer than the idle timeout`, { metadata, cause: err });
+      return new GatewayError('upstream_timeout', 'the response went silent longer than the idle timeout', { metadata, cause: err });
     default:
-      return new GatewayError('upstream_connection_failed', `${providerId}: ${e?.message || 'connection failed'}`, { metadata, cause: err });
+      return new GatewayError('upstream_connection_failed', redactSecrets(e?.message || 'connection failed'), { metadata, cause: err });
   }
 }

@@ -28,3 +28,17 @@ export function buildCatalog(config: Readonly<GatewayConfig>): Catalog {
   }
   return Object.freeze({ models, empty: models.size === 0 });
 }
+
+/**
+ * The entries of a key's `allowed_models` that name no model of the catalog, each with its
+ * index, so a typo is refused when the key is created or changed instead of silently
+ * allowing nothing.
+ */
+export function unknownModelIds(ids: readonly string[], catalog: Catalog): Array<{ index: number; id: string }> {
+  return ids.flatMap((id, index) => (catalog.models.has(id) ? [] : [{ index, id }]));
+}
+
+/** A key's view of the catalog: every model when `allowed` is empty, else only those listed. */
+export function modelVisibleTo(allowed: readonly string[], modelId: string): boolean {
+  return allowed.length === 0 || allowed.includes(modelId);
+}

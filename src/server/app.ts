@@ -11,6 +11,9 @@ import { GenerationWriter } from '../store/generation-writer.js';
 import type { ApiKey } from '../store/keys.js';
 import type { Database } from '../store/schema.js';
 import { newRequestId } from '../util/ids.js';
+import { requestIdOf } from './request-id.js';
+import { installRouteAuth, type RegisteredRoute } from './route-auth.js';
+import { registerCors } from './cors.js';
 import { KeyResolver } from './auth.js';
 import { parseJsonBody } from './json-body.js';
 import { registerGenerateRoutes } from './routes/generate.js';
@@ -28,7 +31,7 @@ import { sendError } from './send-error.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The authenticated key (set for every `/v1` route). */
+    /** The authenticated key (set for every route whose access is `key`, see route-auth.ts). */
     apiKey: ApiKey;
   }
 }
@@ -67,6 +70,8 @@ export interface Gateway {
   reload(loaded: LoadedConfig): void;
   /** Stop accepting, wait for in-flight requests, flush records, close pools. */
   close(): Promise<void>;
+  /** Every registered route with its access level (public, key, metrics). */
+  routes(): RegisteredRoute[];
 }
 
 /** Map Fastify's own errors (body parsing, limits, media types) to catalog errors. */
@@ -100,7 +105,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   const app = Fastify({
     logger: options.logger ?? false,
     bodyLimit: config.server.body_limit_bytes,
-    genReqId: () => newRequestId(),
+    genReqId: requestIdOf,
     requestIdHeader: false,
     // One log line per request comes from our own hooks (and one per generation), not Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
@@ -150,8 +155,9 @@ export function buildGateway(options: GatewayOptions): Gateway {
   app.decorateRequest('apiKey', null as unknown as ApiKey);
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
-    if (req.url.startsWith('/v1/')) req.apiKey = await keys.authenticate(req);
   });
+  registerCors(app, config.server.cors);
+  const routes = installRouteAuth(app, { keys, metricsAuth: () => runtime.config.server.metrics_auth });
   app.addHook('onResponse', async (req, reply) => {
     req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
   });
@@ -172,14 +178,15 @@ export function buildGateway(options: GatewayOptions): Gateway {
   };
   for (const [url, method] of Object.entries(allowed)) {
     const others = (['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const).filter((m) => m !== method);
-    app.route({ method: [...others], url, handler: async () => { throw new GatewayError('method_not_allowed', `use ${method} for ${url}`); } });
+    const access = url.startsWith('/v1/') ? 'key' : url === '/metrics' ? 'metrics' : 'public';
+    app.route({ method: [...others], url, config: { access }, handler: async () => { throw new GatewayError('method_not_allowed', `use ${method} for ${url}`); } });
   }
-  app.get('/health', async () => ({ status: 'ok' }));
-  app.get('/metrics', async (_req, reply) => {
+  app.get('/health', { config: { access: 'public' } }, async () => ({ status: 'ok' }));
+  app.get('/metrics', { config: { access: 'metrics' } }, async (_req, reply) => {
     reply.type(runtime.metrics.registry.contentType);
     return runtime.metrics.registry.metrics();
   });
-  app.get('/ready', async (_req, reply) => {
+  app.get('/ready', { config: { access: 'public' } }, async (_req, reply) => {
     if (!(await runtime.limits.ping())) return reply.code(503).send({ status: 'not ready', reason: 'the limit store (OP_REDIS_URL) cannot be reached' });
     if (runtime.catalog.empty) return reply.code(200).send({ status: 'ready', warning: 'no models configured' });
     return { status: 'ready', models: runtime.catalog.models.size };
@@ -194,6 +201,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
 
   return {
     app,
+    routes,
     runtime: rt,
     reload(loaded) {
       config = loaded.config;

@@ -67,16 +67,38 @@ export async function listKeys(db: Kysely<Database>): Promise<ApiKey[]> {
   return rows.map(rowToKey);
 }
 
+/** A key reference (a name) that matches more than one key: the caller must use an id. */
+export class AmbiguousKeyError extends Error {
+  constructor(readonly ref: string, readonly matches: readonly ApiKey[]) {
+    super(`${matches.length} keys are named ${JSON.stringify(ref)} (${matches.map((k) => k.id).join(', ')}); use the id of the one you mean`);
+    this.name = 'AmbiguousKeyError';
+  }
+}
+
 /**
- * Disable a key by id or name.
- * @returns the number of keys disabled (0 when none matched).
+ * The one key an operator means by `idOrName`: the key with that id, else the only key with
+ * that name. Names are not unique, so a name shared by several keys is refused rather than
+ * acting on all of them.
+ * @returns the key, or undefined when none matches.
+ * @throws AmbiguousKeyError when several keys have that name.
+ */
+export async function resolveKeyRef(db: Kysely<Database>, idOrName: string): Promise<ApiKey | undefined> {
+  const byId = await getKey(db, idOrName);
+  if (byId) return byId;
+  const rows = await db.selectFrom('api_keys').selectAll().where('name', '=', idOrName).orderBy('created_at', 'desc').execute();
+  if (rows.length > 1) throw new AmbiguousKeyError(idOrName, rows.map(rowToKey));
+  return rows[0] ? rowToKey(rows[0]) : undefined;
+}
+
+/**
+ * Disable a key by id or name ({@link resolveKeyRef}).
+ * @returns the number of keys disabled (0 when none matched, else 1).
+ * @throws AmbiguousKeyError when the name is shared by several keys (none is disabled).
  */
 export async function disableKey(db: Kysely<Database>, idOrName: string): Promise<number> {
-  const res = await db
-    .updateTable('api_keys')
-    .set({ disabled: 1 })
-    .where((eb) => eb.or([eb('id', '=', idOrName), eb('name', '=', idOrName)]))
-    .executeTakeFirst();
+  const key = await resolveKeyRef(db, idOrName);
+  if (!key) return 0;
+  const res = await db.updateTable('api_keys').set({ disabled: 1 }).where('id', '=', key.id).executeTakeFirst();
   return Number(res.numUpdatedRows);
 }
 

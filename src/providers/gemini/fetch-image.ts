@@ -16,10 +16,27 @@ export interface ImageFetchSettings {
   timeout_ms: number;
   /** Allow loopback, private and link-local addresses. */
   allow_private_addresses: boolean;
+  /** Most image URLs fetched for one request. */
+  max_images_per_request: number;
+  /** Most bytes fetched for one request, all its images together. */
+  max_total_bytes_per_request: number;
+}
+
+/** What one request may still fetch (shared by its parallel image downloads). */
+interface RequestBudget {
+  readonly maxTotalBytes: number;
+  remainingBytes: number;
 }
 
 /** Why a fetch was refused; becomes the 400's message. */
 class ImageFetchFailure extends Error {}
+
+/**
+ * What a refused or failed host resolution or connection says: the same words whatever DNS
+ * answered (a private address, no address, no such name, a refused connection), so the error
+ * cannot be used to map names and addresses of the gateway's network.
+ */
+const UNREACHABLE = 'the host cannot be reached or is not allowed (only public addresses are fetched)';
 
 /** Media types sniffed from the first bytes when the server sends no usable `content-type`. */
 const SIGNATURES: ReadonlyArray<readonly [string, (b: Buffer) => boolean]> = [
@@ -48,14 +65,9 @@ function guardedLookup(allowPrivate: boolean) {
   ): void => {
     const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : typeof options.family === 'number' ? options.family : 0;
     dnsLookup(hostname, { all: true, family, hints: options.hints }, (err, addresses) => {
-      if (err) return callback(err, []);
-      if (!allowPrivate) {
-        for (const a of addresses) {
-          const reason = nonPublicReason(a.address);
-          if (reason) return callback(new ImageFetchFailure(`${hostname} resolves to a ${reason} address (${a.address}), which is not allowed`), []);
-        }
-      }
-      if (addresses.length === 0) return callback(new ImageFetchFailure(`${hostname} has no address`), []);
+      if (err) return callback(new ImageFetchFailure(UNREACHABLE), []);
+      if (!allowPrivate && addresses.some((a) => nonPublicReason(a.address) !== null)) return callback(new ImageFetchFailure(UNREACHABLE), []);
+      if (addresses.length === 0) return callback(new ImageFetchFailure(UNREACHABLE), []);
       if (options.all) return callback(null, addresses);
       return callback(null, addresses[0]!.address, addresses[0]!.family);
     });
@@ -72,14 +84,28 @@ function checkUrl(url: URL, allowPrivate: boolean): void {
   }
 }
 
-async function readCapped(body: AsyncIterable<Uint8Array> & { destroy(): unknown }, maxBytes: number): Promise<Buffer> {
+/** Stop reading a body: undici reports the abort as an error event, which nobody else listens to. */
+function discard(body: { destroy(): unknown; on(event: 'error', listener: () => void): unknown }): void {
+  body.on('error', () => undefined);
+  body.destroy();
+}
+
+const overBudget = (budget: RequestBudget) =>
+  new ImageFetchFailure(`the images of this request are larger than ${budget.maxTotalBytes} bytes in total (image_fetch.max_total_bytes_per_request)`);
+
+async function readCapped(body: AsyncIterable<Uint8Array> & { destroy(): unknown; on(event: 'error', listener: () => void): unknown }, maxBytes: number, budget: RequestBudget): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
     size += chunk.byteLength;
+    budget.remainingBytes -= chunk.byteLength;
     if (size > maxBytes) {
-      body.destroy();
+      discard(body);
       throw new ImageFetchFailure(`the image is larger than ${maxBytes} bytes`);
+    }
+    if (budget.remainingBytes < 0) {
+      discard(body);
+      throw overBudget(budget);
     }
     chunks.push(Buffer.from(chunk));
   }
@@ -99,7 +125,10 @@ function causeChain(err: unknown): unknown[] {
  * - unless `allow_private_addresses`, every address the host resolves to (`dns.lookup`, all
  *   families) and every IP-literal host must be public: loopback, private, link-local, CGNAT,
  *   multicast, reserved and unspecified addresses are refused (see `ip-address-policy.ts`);
- * - the body may not exceed `max_bytes` (checked on `content-length` and while reading);
+ * - the body may not exceed `max_bytes` (checked on `content-length` and while reading), nor
+ *   what is left of the request's `max_total_bytes_per_request`;
+ * - a host that cannot be resolved or reached, or resolves to a refused address, gets one
+ *   message ({@link UNREACHABLE}) that reveals nothing of what DNS answered;
  * - the whole fetch must end within `timeout_ms`;
  * - the media type is the response's `image/*` content type, else sniffed from the first bytes
  *   (PNG, JPEG, GIF, WebP, HEIC); anything else is refused.
@@ -109,7 +138,7 @@ function causeChain(err: unknown): unknown[] {
  * @throws GatewayError `invalid_request` (400) naming `param`, with the reason.
  * @see https://ai.google.dev/gemini-api/docs/image-understanding#inline-image
  */
-export async function fetchImage(url: string, param: string, settings: ImageFetchSettings): Promise<GeminiBlob> {
+export async function fetchImage(url: string, param: string, settings: ImageFetchSettings, budget: RequestBudget = newBudget(settings)): Promise<GeminiBlob> {
   const allowPrivate = settings.allow_private_addresses;
   const agent = new Agent({ connect: { lookup: guardedLookup(allowPrivate), timeout: settings.timeout_ms }, connections: 1 });
   const signal = AbortSignal.timeout(settings.timeout_ms);
@@ -136,10 +165,14 @@ export async function fetchImage(url: string, param: string, settings: ImageFetc
       }
       const length = Number(res.headers['content-length']);
       if (Number.isFinite(length) && length > settings.max_bytes) {
-        res.body.destroy();
+        discard(res.body);
         throw new ImageFetchFailure(`the image is larger than ${settings.max_bytes} bytes (content-length ${length})`);
       }
-      const bytes = await readCapped(res.body, settings.max_bytes);
+      if (Number.isFinite(length) && length > budget.remainingBytes) {
+        discard(res.body);
+        throw overBudget(budget);
+      }
+      const bytes = await readCapped(res.body, settings.max_bytes, budget);
       const declared = String(res.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
       const mimeType = declared.startsWith('image/') ? declared : sniff(bytes);
       if (!mimeType) throw new ImageFetchFailure(`not an image (content-type ${declared || 'none'})`);
@@ -150,9 +183,37 @@ export async function fetchImage(url: string, param: string, settings: ImageFetc
     let reason: string;
     if (failure) reason = failure.message;
     else if (signal.aborted) reason = `no complete answer within ${settings.timeout_ms} ms`;
-    else reason = (err as Error)?.message || 'the request failed';
+    // Connection errors name the address connected to: say nothing more than for a refused host.
+    else reason = UNREACHABLE;
     throw new GatewayError('invalid_request', `${param}: could not fetch the image: ${reason}`, { param, cause: err });
   } finally {
     void agent.destroy().catch(() => undefined);
   }
+}
+
+function newBudget(settings: ImageFetchSettings): RequestBudget {
+  return { maxTotalBytes: settings.max_total_bytes_per_request, remainingBytes: settings.max_total_bytes_per_request };
+}
+
+/**
+ * An image fetcher for one request: {@link fetchImage} under the request's caps. The calls a
+ * conversion starts together (synchronously) are counted before any download begins, so a
+ * request with more than `max_images_per_request` image URLs is refused without fetching any;
+ * every download draws on one `max_total_bytes_per_request` budget.
+ * @throws GatewayError `invalid_request` (400) naming the first image URL over the count.
+ */
+export function requestImageFetcher(settings: ImageFetchSettings): (url: string, param: string) => Promise<GeminiBlob> {
+  const budget = newBudget(settings);
+  let count = 0;
+  let firstOver: string | undefined;
+  return async (url, param) => {
+    count++;
+    if (count > settings.max_images_per_request && firstOver === undefined) firstOver = param;
+    // Let every synchronously started call be counted first.
+    await Promise.resolve();
+    if (firstOver !== undefined) {
+      throw new GatewayError('invalid_request', `${firstOver}: a request may have at most ${settings.max_images_per_request} image URLs to fetch (image_fetch.max_images_per_request)`, { param: firstOver });
+    }
+    return fetchImage(url, param, settings, budget);
+  };
 }

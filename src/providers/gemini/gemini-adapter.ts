@@ -2,7 +2,7 @@ import type { ProviderConfig } from '../../config/schema.js';
 import type { ProviderAdapter } from '../types.js';
 import { convertGeminiResponse } from './convert-gemini-response.js';
 import { convertToGeminiRequest } from './convert-to-gemini-request.js';
-import { fetchImage } from './fetch-image.js';
+import { requestImageFetcher } from './fetch-image.js';
 import { parseGeminiErrorResponse } from './gemini-error.js';
 import { createGeminiStreamTransform } from './gemini-stream-transform.js';
 
@@ -10,13 +10,13 @@ import { createGeminiStreamTransform } from './gemini-stream-transform.js';
  * The adapter for provider kind `gemini`: the Gemini API's `generateContent` and
  * `streamGenerateContent?alt=sse`, converted from and to the OpenAI chat format. Chat only:
  * legacy completions reach it as one user message. Image URLs are downloaded with the
- * provider's `image_fetch` settings.
+ * provider's `image_fetch` settings, capped per request.
  * @see https://ai.google.dev/api/generate-content
  */
 export function createGeminiAdapter(provider: ProviderConfig): ProviderAdapter {
-  const download = (url: string, param: string) => fetchImage(url, param, provider.image_fetch);
   return {
-    buildChatCall: (req, target, stream) => convertToGeminiRequest(req, target, stream, download),
+    // One fetcher per request: its image count and byte caps are per request.
+    buildChatCall: (req, target, stream) => convertToGeminiRequest(req, target, stream, requestImageFetcher(provider.image_fetch)),
     parseResult: (body) => convertGeminiResponse(provider.id, body),
     createStreamTransform: () => createGeminiStreamTransform(provider.id),
     parseErrorResponse: (status, headers, bodyText) => parseGeminiErrorResponse(provider.id, status, headers, bodyText),

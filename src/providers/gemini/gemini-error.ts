@@ -1,5 +1,5 @@
 import { GatewayError } from '../../errors/gateway-error.js';
-import { parseRetryAfter, upstreamFailureToError } from '../upstream-errors.js';
+import { parseRetryAfter, redactSecrets, upstreamFailureToError } from '../upstream-errors.js';
 import type { GeminiErrorWire } from './gemini-wire-types.js';
 
 import { inBandErrorStatus } from '../in-band-error-status.js';
@@ -83,9 +83,9 @@ export function geminiFailureToError(providerId: string, status: number, info: G
   const retryAfterSeconds = retryAfterHeader ?? info.retryDelaySeconds;
   const upstreamCode = info.reason ?? info.status;
   if (status >= 400 && TOKEN_LIMIT.some((re) => re.test(info.message))) {
-    const metadata: Record<string, unknown> = { provider: providerId, upstream_status: status };
+    const metadata: Record<string, unknown> = { provider_name: providerId, upstream_status: status };
     if (upstreamCode) metadata.upstream_code = upstreamCode;
-    return new GatewayError('context_length_exceeded', `${providerId}: ${info.message}`, { param: 'messages', metadata });
+    return new GatewayError('context_length_exceeded', redactSecrets(info.message), { param: 'messages', metadata });
   }
   const effective = status === 400 && isApiKeyError(info) ? 401 : status;
   const err = upstreamFailureToError({ providerId, status: effective, message: info.message, upstreamCode, retryAfterSeconds });

@@ -58,11 +58,19 @@ function v6Class(h: number[]): string | null {
   const embeddedV4 = (hi: number, lo: number) => v4Class(hi * 65536 + lo);
   if (h.every((x) => x === 0)) return 'unspecified';
   if (h.slice(0, 7).every((x) => x === 0) && h[7] === 1) return 'loopback';
-  // IPv4-mapped ::ffff:a.b.c.d and IPv4-compatible ::a.b.c.d: judge the IPv4 address.
+  // IPv4-mapped ::ffff:0:0/96 (::ffff:a.b.c.d) and IPv4-compatible ::a.b.c.d: judge the IPv4 address.
   if (h.slice(0, 5).every((x) => x === 0) && (h[5] === 0xffff || h[5] === 0)) return embeddedV4(h[6]!, h[7]!) ?? null;
+  // IPv4-translated ::ffff:0:a.b.c.d (::ffff:0:0:0/96, RFC 2765): the same IPv4 address one hextet earlier.
+  if (h.slice(0, 4).every((x) => x === 0) && h[4] === 0xffff && h[5] === 0) return embeddedV4(h[6]!, h[7]!) ?? null;
   // NAT64 64:ff9b::/96 and 6to4 2002::/16 embed an IPv4 address too.
   if (a === 0x64 && b === 0xff9b && h.slice(2, 6).every((x) => x === 0)) return embeddedV4(h[6]!, h[7]!);
+  // Local-use NAT64 64:ff9b:1::/48 (RFC 8215) translates to whatever the local network chose: never public.
+  if (a === 0x64 && b === 0xff9b && h[2] === 1) return 'local-use NAT64';
+  // Any other address in 64:ff9b::/32 is unassigned.
+  if (a === 0x64 && b === 0xff9b) return 'reserved';
   if (a === 0x2002) return embeddedV4(h[1]!, h[2]!);
+  // Teredo 2001::/32 tunnels to an IPv4 server and client (obfuscated) the policy cannot vouch for.
+  if (a === 0x2001 && b === 0) return 'Teredo';
   if (a === 0x100 && b === 0 && h[2] === 0 && h[3] === 0) return 'discard';
   if (a === 0x2001 && b === 0xdb8) return 'documentation';
   if ((a & 0xfe00) === 0xfc00) return 'unique local (private)';
@@ -75,7 +83,8 @@ function v6Class(h: number[]): string | null {
 /**
  * Why an IP address must not be fetched from (loopback, private, link-local, carrier-grade
  * NAT, multicast, documentation, reserved, unspecified; IPv4 and IPv6, including IPv4
- * addresses embedded in IPv4-mapped, IPv4-compatible, NAT64 and 6to4 IPv6 addresses), or null
+ * addresses embedded in IPv4-mapped, IPv4-translated, IPv4-compatible, NAT64 and 6to4 IPv6
+ * addresses; local-use NAT64 `64:ff9b:1::/48` and Teredo `2001::/32` as a whole), or null
  * for a public unicast address. A string that is not an IP address is refused too.
  * @see https://www.iana.org/assignments/iana-ipv4-special-registry/
  * @see https://www.iana.org/assignments/iana-ipv6-special-registry/

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
+import { makeScopePublic } from '../route-auth.js';
 
 /**
  * Headers of every dashboard file. The pages load only their own script and stylesheet and
@@ -47,13 +48,14 @@ const NOT_BUILT = `<!doctype html><meta charset="utf-8"><title>opinference</titl
 export function registerDashboard(app: FastifyInstance, options: { root?: string } = {}): void {
   const root = options.root ?? defaultDashboardDir();
   if (!existsSync(path.join(root, 'index.html'))) {
-    app.get('/', async (_req, reply) => {
+    app.get('/', { config: { access: 'public' } }, async (_req, reply) => {
       reply.code(503).header('content-type', 'text/html; charset=utf-8').header('cache-control', 'no-store');
       return NOT_BUILT;
     });
     return;
   }
   app.register(async (scope) => {
+    makeScopePublic(scope);
     await scope.register(fastifyStatic, {
       root,
       prefix: '/',
@@ -62,8 +64,9 @@ export function registerDashboard(app: FastifyInstance, options: { root?: string
       preCompressed: true,
       cacheControl: false,
       dotfiles: 'ignore',
-      // The compressed copies are sent in place of their originals, not under their own names.
-      globIgnore: ['**/*.gz', '**/*.br'],
+      // The compressed copies are sent in place of their originals, not under their own names;
+      // source maps (a `--sourcemap` debug build) are never served.
+      globIgnore: ['**/*.gz', '**/*.br', '**/*.map'],
       setHeaders(reply) {
         reply.headers(SECURITY_HEADERS);
       },

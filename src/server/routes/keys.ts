@@ -10,6 +10,7 @@ import { periodStart } from '../../limits/limit-store.js';
 import { keySettingsSchema, type KeySettings } from '../../store/key-settings.js';
 import { createKey, deleteKey, getKey, listKeys, updateKey, type ApiKey } from '../../store/keys.js';
 import type { Database } from '../../store/schema.js';
+import { unknownModelIds } from '../../routing/catalog.js';
 import type { KeyResolver } from '../auth.js';
 
 const usd = z.union([
@@ -60,6 +61,16 @@ function mergeSettings(current: KeySettings, b: Partial<z.infer<typeof keyBody>>
     allowed_models: b.allowed_models ?? current.allowed_models,
     retention: b.retention === undefined ? current.retention : b.retention,
   });
+}
+
+/** Refuse `allowed_models` entries that name no model of the catalog (400 naming the entry). */
+function checkAllowedModels(rt: GatewayRuntime, ids: readonly string[] | undefined): void {
+  const unknown = unknownModelIds(ids ?? [], rt.catalog);
+  if (unknown.length === 0) return;
+  const first = unknown[0]!;
+  const known = [...rt.catalog.models.keys()];
+  const names = unknown.map((u) => JSON.stringify(u.id)).join(', ');
+  throw new GatewayError('invalid_request', `allowed_models[${first.index}]: no model ${names} in the catalog (known: ${known.join(', ') || 'none configured'})`, { param: `allowed_models[${first.index}]` });
 }
 
 function requireAdmin(req: FastifyRequest): void {
@@ -128,6 +139,7 @@ export function registerKeyRoutes(app: FastifyInstance, rt: () => GatewayRuntime
   app.post('/v1/keys', async (req, reply) => {
     requireAdmin(req);
     const body = parseBody(keyBody, req.body);
+    checkAllowedModels(rt(), body.allowed_models);
     const settings = mergeSettings(keySettingsSchema.parse({}), body);
     const expires = body.expires_at ? Date.parse(body.expires_at) : null;
     const { key, secret } = await createKey(db, body.name, expires, settings);
@@ -151,6 +163,7 @@ export function registerKeyRoutes(app: FastifyInstance, rt: () => GatewayRuntime
     requireAdmin(req);
     const current = await loadOr404(req.params.id);
     const body = parseBody(keyBody.partial(), req.body);
+    checkAllowedModels(rt(), body.allowed_models);
     const updated = await updateKey(db, current.id, {
       name: body.name,
       disabled: body.disabled,

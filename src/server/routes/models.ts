@@ -1,9 +1,10 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { picoToUsdString, toMicros } from '../../accounting/cost.js';
 import type { ModelConfig } from '../../config/schema.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import type { GatewayRuntime } from '../../pipeline/runtime.js';
 import type { ResolvedEndpoint } from '../../providers/types.js';
+import { modelVisibleTo } from '../../routing/catalog.js';
 
 /** USD per 1M tokens → USD per token as an exact decimal string (OpenRouter's catalog unit). */
 const perToken = (price: number | string): string => picoToUsdString(toMicros(price));
@@ -76,22 +77,27 @@ export function endpointObject(t: ResolvedEndpoint, runtime: GatewayRuntime) {
   };
 }
 
-/** `GET /v1/models` and `GET /v1/models/{author}/{slug}`. */
+/**
+ * `GET /v1/models` and `GET /v1/models/{author}/{slug}`. A key with `allowed_models` sees only
+ * those models: the others are left out of the list and are a 404, like a model not configured.
+ */
 export function registerModelRoutes(app: FastifyInstance, rt: () => GatewayRuntime): void {
-  app.get('/v1/models', async () => ({
-    object: 'list',
-    data: [...rt().catalog.models.values()].map((m) => modelObject(m.model)),
-  }));
-  const retrieve = (id: string) => {
+  app.get('/v1/models', async (req) => {
+    const allowed = req.apiKey.settings.allowed_models;
+    return {
+      object: 'list',
+      data: [...rt().catalog.models.values()].filter((m) => modelVisibleTo(allowed, m.model.id)).map((m) => modelObject(m.model)),
+    };
+  });
+  const entryFor = (req: FastifyRequest, id: string) => {
     const entry = rt().catalog.models.get(id);
-    if (!entry) throw new GatewayError('not_found', `no model ${JSON.stringify(id)} in the catalog`, { param: 'model' });
-    return modelObject(entry.model);
+    if (!entry || !modelVisibleTo(req.apiKey.settings.allowed_models, id)) throw new GatewayError('not_found', `no model ${JSON.stringify(id)} in the catalog`, { param: 'model' });
+    return entry;
   };
-  app.get<{ Params: { author: string; slug: string } }>('/v1/models/:author/:slug', async (req) => retrieve(`${req.params.author}/${req.params.slug}`));
+  const retrieve = (req: FastifyRequest, id: string) => modelObject(entryFor(req, id).model);
+  app.get<{ Params: { author: string; slug: string } }>('/v1/models/:author/:slug', async (req) => retrieve(req, `${req.params.author}/${req.params.slug}`));
   app.get<{ Params: { author: string; slug: string } }>('/v1/models/:author/:slug/endpoints', async (req) => {
-    const id = `${req.params.author}/${req.params.slug}`;
-    const entry = rt().catalog.models.get(id);
-    if (!entry) throw new GatewayError('not_found', `no model ${JSON.stringify(id)} in the catalog`, { param: 'model' });
+    const entry = entryFor(req, `${req.params.author}/${req.params.slug}`);
     const model = entry.model;
     const a = model.architecture;
     return {
@@ -105,5 +111,5 @@ export function registerModelRoutes(app: FastifyInstance, rt: () => GatewayRunti
     };
   });
   // The OpenAI SDK's models.retrieve('author/slug') encodes the slash: /v1/models/author%2Fslug.
-  app.get<{ Params: { id: string } }>('/v1/models/:id', async (req) => retrieve(req.params.id));
+  app.get<{ Params: { id: string } }>('/v1/models/:id', async (req) => retrieve(req, req.params.id));
 }

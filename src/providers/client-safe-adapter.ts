@@ -1,0 +1,55 @@
+import type { ProviderConfig } from '../config/schema.js';
+import { GatewayError } from '../errors/gateway-error.js';
+import type { StreamPart } from '../core/stream-part.js';
+import type { ProviderAdapter, StreamTransform } from './types.js';
+import { clientSafeUpstreamError, providerSecrets } from './upstream-errors.js';
+
+/**
+ * Wrap a provider adapter so that every error it produces — a non-2xx response, an error body,
+ * an error event inside a stream — leaves it client-safe ({@link clientSafeUpstreamError}): the
+ * provider's configured key and header values and any credential-shaped text redacted, no
+ * provider-id prefix in the message, the provider id in `metadata.provider_name`. One boundary
+ * for every kind, so no per-kind path can forget it.
+ */
+export function withClientSafeErrors(adapter: ProviderAdapter, provider: ProviderConfig): ProviderAdapter {
+  const ref = { id: provider.id, secrets: providerSecrets(provider) };
+  const safe = (err: unknown): unknown => (err instanceof GatewayError ? clientSafeUpstreamError(err, ref) : err);
+  const safeParts = (parts: StreamPart[]): StreamPart[] => {
+    for (let i = 0; i < parts.length; i++) {
+      const part = parts[i]!;
+      if (part.type === 'error') parts[i] = { type: 'error', error: clientSafeUpstreamError(part.error, ref) };
+    }
+    return parts;
+  };
+  const wrapped: ProviderAdapter = {
+    buildChatCall: (req, target, stream) => adapter.buildChatCall(req, target, stream),
+    parseResult(body, operation) {
+      try {
+        return adapter.parseResult(body, operation);
+      } catch (err) {
+        throw safe(err);
+      }
+    },
+    createStreamTransform(operation): StreamTransform {
+      const inner = adapter.createStreamTransform(operation);
+      return { push: (event) => safeParts(inner.push(event)), flush: () => safeParts(inner.flush()) };
+    },
+    parseErrorResponse: (status, headers, bodyText) => clientSafeUpstreamError(adapter.parseErrorResponse(status, headers, bodyText), ref),
+  };
+  if (adapter.buildCompletionCall) {
+    const build = adapter.buildCompletionCall.bind(adapter);
+    wrapped.buildCompletionCall = (req, target, stream) => build(req, target, stream);
+  }
+  if (adapter.buildEmbeddingCall) wrapped.buildEmbeddingCall = adapter.buildEmbeddingCall.bind(adapter);
+  if (adapter.parseEmbeddingResult) {
+    const parse = adapter.parseEmbeddingResult.bind(adapter);
+    wrapped.parseEmbeddingResult = (body) => {
+      try {
+        return parse(body);
+      } catch (err) {
+        throw safe(err);
+      }
+    };
+  }
+  return wrapped;
+}

@@ -1,0 +1,143 @@
+/**
+ * What a new operator found (issue 9 §5): `--version`; every command that uses the database
+ * says which; `config check` reports every problem of a file in one run, control characters in
+ * keys and headers included; `keys create --models` is checked against the catalog; a name
+ * shared by several keys is refused by `keys disable` / `keys delete` instead of acting on all.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const CLI = new URL('../dist/src/cli.js', import.meta.url).pathname;
+const run = promisify(execFile);
+const skip = existsSync(CLI) ? false : 'dist/src/cli.js is missing: run npm run build';
+const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+interface Ran {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+describe('opinference CLI for operators', { skip }, () => {
+  let dir: string;
+  let env: NodeJS.ProcessEnv;
+  const cli = async (...args: string[]): Promise<Ran> => {
+    try {
+      const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { env, cwd: dir });
+      return { code: 0, stdout, stderr };
+    } catch (err) {
+      const e = err as { code?: number; stdout?: string; stderr?: string };
+      return { code: e.code ?? -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+    }
+  };
+
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'op-cli-ops-'));
+    writeFileSync(
+      join(dir, 'gw.yaml'),
+      ['providers:', '  - id: up', '    kind: openai', '    base_url: http://127.0.0.1:9', 'models:', '  - id: test/model', '    context_length: 8192', '    endpoints:', '      - provider: up', '        upstream_model: m', ''].join('\n'),
+    );
+    const { OP_CONFIG: _c, OP_DATABASE_URL: _d, OP_ADMIN_KEY: _a, ...rest } = process.env;
+    env = { ...rest, OP_CONFIG: join(dir, 'gw.yaml'), OP_DATABASE_URL: `sqlite:${join(dir, 'keys.db')}` };
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('--version and version print the package version', async () => {
+    for (const args of [['--version'], ['-v'], ['version']]) {
+      const r = await cli(...args);
+      assert.equal(r.code, 0);
+      assert.equal(r.stdout, `opinference ${VERSION}\n`);
+    }
+  });
+
+  test('commands that use the database say which one, on stderr (stdout keeps the secret alone)', async () => {
+    const created = await cli('keys', 'create', '--name', 'first');
+    assert.equal(created.code, 0, created.stderr);
+    assert.equal(created.stderr, `database: ${join(dir, 'keys.db')} (OP_DATABASE_URL)\n`);
+    assert.match(created.stdout, /^created key key_\w+ \(first\)\nsecret \(shown once, store it now\):\nop-[\w-]{43}\n$/);
+    const migrated = await cli('migrate');
+    assert.equal(migrated.stderr, `database: ${join(dir, 'keys.db')} (OP_DATABASE_URL)\n`);
+    const listed = await cli('keys', 'list');
+    assert.match(listed.stderr, /^database: .*keys\.db \(OP_DATABASE_URL\)\n$/);
+    const { OP_DATABASE_URL: _d, ...noUrl } = env;
+    const defaulted = await run(process.execPath, [CLI, 'migrate'], { env: noUrl, cwd: dir });
+    assert.equal(defaulted.stderr, `database: ${join(dir, 'data', 'opinference.db')} (default; set OP_DATABASE_URL to change)\n`);
+  });
+
+  test('keys create --models: ids are checked against the catalog', async () => {
+    const bad = await cli('keys', 'create', '--name', 'typo', '--models', 'test/model,test/modle');
+    assert.equal(bad.code, 1);
+    assert.equal(bad.stderr.split('\n').at(-2), `opinference: --models: no model "test/modle" in the catalog of ${join(dir, 'gw.yaml')} (known: test/model)`);
+    assert.doesNotMatch((await cli('keys', 'list')).stdout, /typo/);
+    const ok = await cli('keys', 'create', '--name', 'scoped', '--models', 'test/model');
+    assert.equal(ok.code, 0, ok.stderr);
+  });
+
+  test('keys disable / delete: a name shared by several keys is refused; an id or a unique name works', async () => {
+    const a = await cli('keys', 'create', '--name', 'dup');
+    const b = await cli('keys', 'create', '--name', 'dup');
+    const idOf = (r: Ran) => /created key (key_\w+)/.exec(r.stdout)![1]!;
+    const [idA, idB] = [idOf(a), idOf(b)];
+    for (const verb of ['disable', 'delete']) {
+      const refused = await cli('keys', verb, 'dup');
+      assert.equal(refused.code, 1, verb);
+      assert.match(refused.stderr, new RegExp(`opinference: 2 keys are named "dup" \\((${idA}, ${idB}|${idB}, ${idA})\\); use the id of the one you mean\\n$`), verb);
+    }
+    assert.doesNotMatch((await cli('keys', 'list')).stdout, /\tdisabled\t/);
+    const disabled = await cli('keys', 'disable', idA);
+    assert.equal(disabled.stdout, 'disabled 1 key(s)\n');
+    const deleted = await cli('keys', 'delete', idB);
+    assert.equal(deleted.stdout, `deleted key ${idB} (dup)\n`);
+    // Now one key is named "dup": the name works.
+    assert.equal((await cli('keys', 'delete', 'dup')).stdout, `deleted key ${idA} (dup)\n`);
+    assert.equal((await cli('keys', 'delete', 'dup')).code, 1);
+  });
+
+  test('config check reports every problem of a file in one run, control characters included', async () => {
+    writeFileSync(
+      join(dir, 'many.yaml'),
+      [
+        'server:',
+        '  body_limt_bytes: 5',
+        'providers:',
+        '  - id: up',
+        '    kind: openai',
+        '    api_key: "sk-abc\\r\\nX-Injected: 1"',
+        '    headers:',
+        '      "X-Ok": "fine"',
+        '      "Bad Header": "x"',
+        '      "X-Trace": "a\\nb"',
+        '  - id: env',
+        '    kind: anthropic',
+        '    api_key: ${OP_TEST_UNSET_VARIABLE}',
+        'models:',
+        '  - id: test/model',
+        '    context_length: "big"',
+        '    endpoints:',
+        '      - provider: nowhere',
+        '        upstream_model: m',
+        '',
+      ].join('\n'),
+    );
+    const r = await cli('config', 'check', '--config', join(dir, 'many.yaml'));
+    assert.equal(r.code, 1);
+    const issues = r.stderr.split('\n').filter((l) => l.startsWith('  - ')).map((l) => l.slice(4)).sort();
+    const control = 'must not contain control characters (CR, LF, tab …); a value read from a file may carry a trailing newline';
+    assert.deepEqual(issues, [
+      'models[0].context_length: Expected number, received string',
+      'models[0].endpoints[0].provider: unknown provider "nowhere" (known: up, env)',
+      `providers[0].api_key: ${control}`,
+      'providers[0].base_url: required for kind "openai"',
+      "providers[0].headers.Bad Header: must be a header name: letters, digits and !#$%&'*+.^_`|~-",
+      `providers[0].headers.X-Trace: ${control}`,
+      'providers[1].api_key: environment variable OP_TEST_UNSET_VARIABLE is not set',
+      'server.body_limt_bytes: unknown key',
+    ]);
+    assert.doesNotMatch(r.stderr, /sk-abc/);
+  });
+});
