@@ -596,7 +596,7 @@ describe('failures after the first byte', () => {
 });
 
 describe('timeouts', () => {
-  const FIRST_TOKEN_MESSAGES = ['up: no first token within 300 ms', 'no response within the first-token timeout'];
+  const FIRST_TOKEN_MESSAGES = ['no first token within 300 ms', 'no response within the first-token timeout'];
 
   test('first-token timeout: no headers in time → 504 upstream_timeout', async (t) => {
     const { up, gw } = await setup(t, { timeouts: { first_token_ms: 300, idle_ms: 1000 } });
@@ -616,7 +616,8 @@ describe('timeouts', () => {
     up.enqueue({ rawChunks: [': keep-alive\n\n' + frame(upChunk({ role: 'assistant', content: '' })), frame(upChunk({ content: 'late' }))], delayMs: 1200 });
     const err = await checkErrorResponse(await post(gw, streamRequest()), 504);
     assert.equal(err.code, 'upstream_timeout');
-    assert.equal(err.message, 'up: no first token within 300 ms');
+    assert.equal(err.message, 'no first token within 300 ms');
+    assert.equal((err.metadata as { provider_name?: string }).provider_name, 'up');
   });
 
   test('first-token timeout with a second endpoint falls back', async (t) => {
