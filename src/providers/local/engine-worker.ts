@@ -9,7 +9,7 @@ import { availableParallelism } from 'node:os';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createEngineServer } from './engine-http.js';
-import type { Engine, NodeLlamaCpp, Slot } from './engine-generate.js';
+import { grammarChatWrapper, type Engine, type NodeLlamaCpp, type Slot } from './engine-generate.js';
 import { ENGINE_CONFIG_ENV, type EngineMessage, type EngineStartConfig, type SupervisorMessage } from './engine-protocol.js';
 import { SlotPool } from './engine-slots.js';
 
@@ -82,10 +82,16 @@ async function main(): Promise<void> {
     threads: config.threads > 0 ? config.threads : Math.max(1, availableParallelism() - 1),
   });
   const chatWrapper = lib.resolveChatWrapper(model) ?? new lib.GeneralChatWrapper();
+  const grammarWrapper = grammarChatWrapper(chatWrapper);
   const slots: Slot[] = [];
   for (let i = 0; i < config.parallelSequences; i++) {
     const sequence = context.getSequence();
-    slots.push({ sequence, chat: new lib.LlamaChat({ contextSequence: sequence, chatWrapper }), completion: new lib.LlamaCompletion({ contextSequence: sequence }) });
+    slots.push({
+      sequence,
+      chat: new lib.LlamaChat({ contextSequence: sequence, chatWrapper }),
+      grammarChat: new lib.LlamaChat({ contextSequence: sequence, chatWrapper: grammarWrapper }),
+      completion: new lib.LlamaCompletion({ contextSequence: sequence }),
+    });
   }
   const metadata = model.fileInfo.metadata as unknown as { tokenizer?: { ggml?: { tokens?: readonly unknown[] } } } | undefined;
   const engine: Engine = {
