@@ -5,7 +5,9 @@
  * engine, the token counts and the protocol are real.
  */
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -411,5 +413,59 @@ describe('local provider: llama.cpp engine through the gateway', { skip }, () =>
     assert.equal(after?.state, 'ready');
     assert.notEqual(after?.pid, before!.pid);
     assert.ok(after!.failures >= 1);
+  });
+});
+
+const CLI = new URL('../dist/src/cli.js', import.meta.url).pathname;
+
+describe('OP_LOCAL_MODEL through the CLI', { skip: skip || (existsSync(CLI) ? false : 'dist/src/cli.js is missing: run npm run build') }, () => {
+  test('the catalog reports the context the engine really runs: OP_LOCAL_CONTEXT_SIZE capped at the model\'s trained context', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'op-local-cli-'));
+    // Trained with 1024 tokens of context; OP_LOCAL_CONTEXT_SIZE asks for the default 4096.
+    writeTinyLlamaGguf(path.join(dir, 'short.gguf'), { contextLength: 1024 });
+    const port = await new Promise<number>((resolve) => {
+      const srv = createServer().listen(0, '127.0.0.1', () => {
+        const { port: p } = srv.address() as AddressInfo;
+        srv.close(() => resolve(p));
+      });
+    });
+    const env: NodeJS.ProcessEnv = {
+      ...process.env, OP_CONFIG: undefined, OP_LOCAL_CONTEXT_SIZE: undefined,
+      OP_LOCAL_MODEL: 'short.gguf', OP_LOCAL_THREADS: '1', OP_LOCAL_PARALLEL: '1',
+      OP_PORT: String(port), OP_HOST: '127.0.0.1', OP_ADMIN_KEY: 'adm', OP_DATABASE_URL: `sqlite:${path.join(dir, 'op.db')}`,
+    };
+    const child: ChildProcess = spawn(process.execPath, [CLI, 'serve'], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let logs = '';
+    child.stdout!.on('data', (d) => (logs += d));
+    child.stderr!.on('data', (d) => (logs += d));
+    const contextLength = async () => {
+      const res = await fetch(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: 'Bearer adm' } }).catch(() => null);
+      if (!res?.ok) return null;
+      return ((await res.json()) as { data: Array<{ id: string; context_length: number }> }).data.find((m) => m.id === 'local/short')?.context_length ?? null;
+    };
+    try {
+      const deadline = performance.now() + 60_000;
+      let seen = await contextLength();
+      while (seen !== 1024 && performance.now() < deadline && child.exitCode === null) {
+        await sleep(100);
+        seen = await contextLength();
+      }
+      assert.equal(seen, 1024, logs);
+      const ready = /"contextSize":(\d+)/.exec(logs);
+      assert.equal(ready?.[1], '1024', 'the engine reported the context it runs');
+      assert.match(logs, /OP_LOCAL_MODEL: context_length set to what the engine runs/);
+      // The router now refuses what the engine could not hold, before any engine call.
+      const err = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer adm', 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'local/short', messages: [{ role: 'user', content: 'abcd '.repeat(400) }], max_tokens: 5 }),
+      });
+      assert.equal(err.status, 400);
+      assert.equal(((await err.json()) as { error: { code: string } }).error.code, 'context_length_exceeded');
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve) : resolve(null)));
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
