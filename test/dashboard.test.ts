@@ -213,6 +213,8 @@ describe('dashboard pages in headless Chromium', { skip: skip ?? false, timeout:
     assert.equal(await page.locator('#generation-id').innerText(), sent.id);
     assert.equal(await statValue(page, 'cost'), '$0.00005');
     assert.equal(await page.locator('[data-stat="cost"] .stat-value').getAttribute('title'), `exactly ${micro(30 + 20)}`);
+    assert.equal(await page.locator('#exact-cost').innerText(), '$0.00005');
+    assert.equal(micro(30 + 20), '$0.00005');
     assert.equal(await statValue(page, 'tokens'), '30 → 10');
     assert.match(await page.locator('#details').innerText(), /Model\s+test\/model/);
     assert.match(await page.locator('#details').innerText(), /Provider\s+up/);
@@ -236,6 +238,7 @@ describe('dashboard pages in headless Chromium', { skip: skip ?? false, timeout:
     assert.match(await page.locator('#stored-text').innerText(), /Not stored/);
     assert.match(await statValue(page, 'ttft'), /^\d+ ms$/);
     assert.equal(await statValue(page, 'cost'), micro(36));
+    assert.equal(await page.locator('#exact-cost').innerText(), micro(36));
     await shot(page, 'generation-failover');
 
     // Filters and cursor paging.

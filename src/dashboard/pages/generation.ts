@@ -151,6 +151,7 @@ export async function generationPage(root: HTMLElement, ctx: PageContext): Promi
         g.native_tokens_reasoning ? ['Reasoning tokens', int(g.native_tokens_reasoning)] : null,
         g.native_tokens_cached ? ['Cached tokens', int(g.native_tokens_cached)] : null,
         ['Usage from', g.usage_source === 'estimated' ? 'estimated by the gateway' : g.usage_source],
+        ['Cost', h('span', { id: 'exact-cost' }, usd(g.total_cost))],
         ['API', `${g.api_type}${g.streamed ? ', streamed' : ''}${g.cancelled ? ', cancelled by the client' : ''}`],
         ['Key', isAdmin(ctx.me) ? link(route('/requests', { key_id: g.api_key_id ?? 'admin' }), keyName(g.api_key_id, names)) : keyName(g.api_key_id, names)],
         ['Tags', g.tags.length ? h('span', { class: 'tags' }, g.tags.map((t) => link(route('/requests', { tag: t }), h('span', { class: 'tag' }, t)))) : null],
