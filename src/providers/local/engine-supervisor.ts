@@ -19,7 +19,8 @@ import { isModelUri } from './local-settings.js';
  * meanwhile requests fail fast with a retryable error so the router moves on. An engine that
  * cannot start for a reason a restart would repeat (its model file is missing or cannot be
  * loaded, node-llama-cpp is not installed) is `failed`: no restart loop; requests fail at once
- * with the terminal `provider_misconfigured` until the model file changes, then it starts again.
+ * with the terminal `provider_misconfigured` until the model file changes, then it starts again
+ * (an `hf:` or URL source, with no file to watch: on the next request a minute later).
  */
 
 /**
@@ -83,6 +84,8 @@ const STABLE_AFTER_MS = 60_000;
 const SHUTDOWN_GRACE_MS = 5_000;
 /** Download progress is logged at most this often. */
 const PROGRESS_LOG_MS = 5_000;
+/** A download source (no file to watch) that failed for good is tried again on demand after this long. */
+const FAILED_URI_RETRY_MS = 60_000;
 
 /**
  * What the model file looks like now (size and modification time), `missing`, or null for a
@@ -146,6 +149,7 @@ export class EngineSupervisor {
   private fatalTerminal = false;
   /** Set by a terminal failure: the model file's stamp then (see {@link modelFileStamp}). */
   private failedWithFile: string | null | undefined = undefined;
+  private failedAt = 0;
 
   constructor(
     readonly config: Omit<EngineStartConfig, 'token'>,
@@ -246,8 +250,10 @@ export class EngineSupervisor {
   private ensureStarting(): void {
     if (this.isStopped || this.child || this.restartTimer) return;
     if (this.failedWithFile !== undefined) {
-      // Failed for good with this file: try again only once the file changed.
-      if (modelFileStamp(this.config.source) === this.failedWithFile) return;
+      // Failed for good with this file: try again only once the file changed (a download
+      // source, with no file to watch: on demand, at most once a minute).
+      const stamp = modelFileStamp(this.config.source);
+      if (stamp === null ? Date.now() - this.failedAt < FAILED_URI_RETRY_MS : stamp === this.failedWithFile) return;
       this.failedWithFile = undefined;
       this.failuresInRow = 0;
     }
@@ -349,6 +355,7 @@ export class EngineSupervisor {
     if (terminal) {
       this.degraded = false;
       this.failedWithFile = modelFileStamp(this.config.source);
+      this.failedAt = Date.now();
       logger.error({ provider: this.config.providerId, source: this.config.source, reason }, 'the local engine cannot start; not restarting it until its model file changes');
       return;
     }
