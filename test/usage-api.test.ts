@@ -563,7 +563,7 @@ describe('usage API and generation search', () => {
   });
 
   // Last: it adds traffic at the current time, which the searches above would see.
-  test('refusals (a 400 validation error, an unknown model) are counted apart from errors, by group too; read through the status index', async () => {
+  test('refusals (a 400 validation error, an unknown model) are counted apart from errors, by group too; read through the provider index', async () => {
     const from = Math.floor(Date.now() / HOUR) * HOUR;
     const invalid = await post(alice.secret, { model: 'test/model', temperature: 9, messages: [{ role: 'user', content: 'too hot' }] });
     assert.equal(invalid.status, 400);
@@ -589,9 +589,15 @@ describe('usage API and generation search', () => {
     const bySession = await usage(alice.secret, { ...range, group_by: 'session' });
     assert.deepEqual([bySession.totals.errors, bySession.totals.refused], [1, 2]);
 
-    const plan = refusalsQuery(gw.store.db, { from, to: from + HOUR, bucket: 'hour', groupBy: 'model', keyId: alice.id }, 'model', true).compile();
-    const detail = (await gw.store.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`EXPLAIN QUERY PLAN ${plan.sql}`, [...plan.parameters]))).rows.map((r) => r.detail).join(' | ');
-    assert.match(detail, /SEARCH generations USING INDEX generations_(status|key)_created/, detail);
+    // Read through the (provider, created_at) index at provider IS NULL, whatever the filters; none when a provider is named.
+    for (const q of [{}, { keyId: alice.id }, { model: 'test/model' }, { tag: 'a' }, { keyId: null, model: 'test/model', tag: 'a', provider: '' }] as Partial<UsageQuery>[]) {
+      for (const groupBy of [null, 'model', 'key', 'tag'] as const) {
+        const plan = refusalsQuery(gw.store.db, { from, to: from + HOUR, bucket: 'hour', groupBy, ...q }, groupBy, true)!.compile();
+        const detail = (await gw.store.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`EXPLAIN QUERY PLAN ${plan.sql}`, [...plan.parameters]))).rows.map((r) => r.detail).join(' | ');
+        assert.match(detail, /SEARCH generations USING INDEX generations_provider_created \(provider=\? AND created_at>\? AND created_at<\?\)/, `${JSON.stringify(q)} ${groupBy}: ${detail}`);
+      }
+    }
+    assert.equal(refusalsQuery(gw.store.db, { from, to: from + HOUR, bucket: 'hour', groupBy: null, provider: 'up' }, null, false), null);
   });
 });
 

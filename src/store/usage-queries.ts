@@ -494,10 +494,14 @@ async function sessionRows(db: Kysely<Database>, q: UsageQuery): Promise<Acc[]> 
 
 /**
  * Refusals (see {@link isRefusal}) in [q.from, q.to) with the query's filters, counted by bucket
- * (unless `bucketed` is false) and by the group's value as the rollups spell it. Read through the
- * (status, created_at) index: only the range's error rows.
+ * (unless `bucketed` is false) and by the group's value as the rollups spell it. Driven by the
+ * (provider, created_at) index at `provider IS NULL`: it reads only the range's generations no
+ * provider answered (refusals, failures of every attempt, early cancels), the other filters
+ * checked on those rows (a tag through generation_tags' primary key). Null when no refusal can
+ * match (a provider filter other than '').
  */
 export function refusalsQuery(db: Kysely<Database>, q: UsageQuery, groupBy: Exclude<UsageGroupBy, 'session'>, bucketed: boolean) {
+  if (q.provider !== undefined && q.provider !== '') return null;
   const size = sql.lit(q.bucket === 'day' ? DAY_MS : HOUR_MS);
   const group =
     groupBy === 'model'
@@ -505,30 +509,42 @@ export function refusalsQuery(db: Kysely<Database>, q: UsageQuery, groupBy: Excl
       : groupBy === 'key'
         ? sql<string>`coalesce(key_id, '')`
         : sql<string>`''`; // no group (a tag is joined below; a refusal has no provider: '')
-  const refusals = db
+  let refusals = db
     .selectFrom('generations')
     .select(['id', (bucketed ? sql<number>`created_at - (created_at % ${size})` : sql<number>`0`).as('b'), group.as('grp')])
-    .where('status', '=', 'error')
     .where('provider', 'is', null)
-    .where('error_code', 'in', [...REFUSAL_CODES])
-    .where(sessionFilters(q, 'top'))
-    .as('r');
+    .where('created_at', '>=', q.from)
+    .where('created_at', '<', q.to)
+    // Checked on the rows (written so that no other index can serve: `status` alone would pick
+    // every error of the range, failures at a provider included).
+    .where(sql`coalesce(status, '')`, '=', 'error')
+    .where('error_code', 'in', [...REFUSAL_CODES]);
+  if (q.keyId !== undefined) refusals = refusals.where(sql`coalesce(key_id, '')`, '=', q.keyId ?? '');
+  if (q.model !== undefined) refusals = refusals.where(sql`coalesce(served_model, requested_model)`, '=', q.model);
+  if (q.tag !== undefined) {
+    const tag = q.tag;
+    refusals = refusals.where((eb) => eb.exists(eb.selectFrom('generation_tags').select(sql<number>`1`.as('one')).whereRef('generation_tags.generation_id', '=', 'generations.id').where('generation_tags.tag', '=', tag)));
+  }
+  const r = refusals.as('r');
   const count = sql<number | string>`count(*)`.as('n');
   if (groupBy === 'tag') {
-    return db.selectFrom(refusals).innerJoin('generation_tags as t', 't.generation_id', 'r.id').select(['r.b', 't.tag as grp', count]).groupBy(['r.b', 't.tag']);
+    return db.selectFrom(r).innerJoin('generation_tags as t', 't.generation_id', 'r.id').select(['r.b', 't.tag as grp', count]).groupBy(['r.b', 't.tag']);
   }
-  return db.selectFrom(refusals).select(['r.b', 'r.grp', count]).groupBy(['r.b', 'r.grp']);
+  return db.selectFrom(r).select(['r.b', 'r.grp', count]).groupBy(['r.b', 'r.grp']);
 }
 
-/** Move the refusals among the errors counted from the rollups: into each group's `refused`, and the totals'. */
+/**
+ * Move the refusals among the errors counted from the rollups: into each group's `refused`, and
+ * the totals'. Nothing to read when the rollups counted no error.
+ */
 async function countRefusals(db: Kysely<Database>, q: UsageQuery, groups: Map<string, Acc> | null, totals: Acc | null): Promise<void> {
-  if (groups && q.groupBy !== 'session') {
-    for (const r of await refusalsQuery(db, q, q.groupBy, true).execute()) {
+  if (groups && q.groupBy !== 'session' && [...groups.values()].some((a) => a.errors > 0)) {
+    for (const r of (await refusalsQuery(db, q, q.groupBy, true)?.execute()) ?? []) {
       groups.get(`${Number(r.b)}\u0000${r.grp ?? ''}`)?.addRefused(Number(r.n));
     }
   }
-  if (totals) {
-    const all = await refusalsQuery(db, q, null, false).execute();
+  if (totals && totals.errors > 0) {
+    const all = (await refusalsQuery(db, q, null, false)?.execute()) ?? [];
     totals.addRefused(all.reduce((n, r) => n + Number(r.n), 0));
   }
 }
