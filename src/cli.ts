@@ -7,7 +7,8 @@ import { DEFAULT_DATABASE_URL, openDatabase } from './store/database.js';
 import { createKey, deleteKey, disableKey, listKeys, resolveKeyRef } from './store/keys.js';
 import { buildCatalog, unknownModelIds } from './routing/catalog.js';
 import { keySettingsSchema, type KeySettings } from './store/key-settings.js';
-import { prestartLocalEngines, retainLocalEngines, withLocalModel } from './providers/local/local-models.js';
+import { prestartLocalEngines, retainLocalEngines, withEngineContext, withLocalModel } from './providers/local/local-models.js';
+import { describeMissingModelFile, missingLocalModelFiles } from './providers/local/local-model-files.js';
 import { setLocalEngineLogger, stopLocalEngines } from './providers/local/engine-supervisor.js';
 import { migrate } from './store/migrations.js';
 
@@ -109,7 +110,13 @@ async function serve(flag: string | undefined): Promise<void> {
   await gateway.app.listen({ port, host });
   log.info({ database: store.location }, 'database ready');
   setLocalEngineLogger(log);
-  void prestartLocalEngines(loaded.config);
+  void prestartLocalEngines(loaded.config).then(() => {
+    // OP_LOCAL_MODEL: the catalog shows the context the engine really runs.
+    const next = withEngineContext(loaded);
+    if (!next || gateway.runtime().config !== loaded.config) return; // (a reload since then wins)
+    gateway.reload(next);
+    log.info({ model: next.config.models[0]?.id, context_length: next.config.models[0]?.context_length, requested: loaded.config.models[0]?.context_length }, 'OP_LOCAL_MODEL: context_length set to what the engine runs (capped at the model\'s trained context)');
+  });
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -187,6 +194,8 @@ async function main(argv: string[]): Promise<void> {
     case 'config': {
       if (sub !== 'check') fail('usage: opinference config check [--config FILE]');
       const loaded = readConfig(values.config);
+      const missing = missingLocalModelFiles(loaded.config);
+      if (missing.length > 0) fail(missing.map((m) => `${loaded.source ?? 'OP_LOCAL_MODEL'}: ${loaded.source ? `${m.at}: ` : ''}${describeMissingModelFile(m)}`).join('\n'));
       process.stdout.write(`${loaded.source ?? '(no file: empty catalog)'}: ok — ${loaded.config.providers.length} providers, ${loaded.config.models.length} models\n`);
       return;
     }

@@ -161,7 +161,11 @@ describe('dashboard pages in headless Chromium', { skip: skip ?? false, timeout:
     // 5 requests, 1 error; spend 12×1+3×2 + 20×1+5×2 + 40×0.5+10×1 + 0 + 10×2+4×4 µ$.
     assert.equal(await statValue(page, 'requests'), '5');
     assert.equal(await statValue(page, 'errors'), '1');
-    assert.equal(await statValue(page, 'spend'), micro(18 + 30 + 30 + 36));
+    assert.equal(await statValue(page, 'refused'), '0');
+    // The card rounds ($0.000114 to two significant digits); the exact sum is in its tooltip.
+    assert.equal(micro(18 + 30 + 30 + 36), '$0.000114');
+    assert.equal(await statValue(page, 'spend'), '$0.00011');
+    assert.equal(await page.locator('[data-stat="spend"] .stat-value').getAttribute('title'), 'exactly $0.000114');
     const api = ((await (await fetch(`${gw.baseURL}/usage?bucket=hour&from=${new Date(Date.now() - 86_400_000).toISOString()}&to=${new Date().toISOString()}`, { headers: { authorization: `Bearer ${gw.adminKey}` } })).json()) as Json).totals;
     assert.equal(await statValue(page, 'tokens'), String(api.prompt_tokens + api.completion_tokens));
     assert.equal(await page.locator('[data-chart] canvas').count(), 4);
@@ -169,7 +173,9 @@ describe('dashboard pages in headless Chromium', { skip: skip ?? false, timeout:
     await page.selectOption('select[name=group_by]', 'model');
     await page.click('#usage-filters button[type=submit]');
     await page.locator('#breakdown tr[data-group="test/model"]').waitFor();
+    // Tables show the exact amounts.
     assert.match(await page.locator('#breakdown tr[data-group="test/small"]').innerText(), /\$0\.00003\b/);
+    assert.match(await page.locator('#breakdown tr[data-group="test/model"]').innerText(), /\$0\.000084\b/);
     assert.match(page.url(), /group_by=model/);
     await shot(page, 'usage');
 
@@ -205,7 +211,10 @@ describe('dashboard pages in headless Chromium', { skip: skip ?? false, timeout:
     await row.locator('td').first().click();
     await page.locator('#generation-id').waitFor();
     assert.equal(await page.locator('#generation-id').innerText(), sent.id);
-    assert.equal(await statValue(page, 'cost'), micro(30 + 20));
+    assert.equal(await statValue(page, 'cost'), '$0.00005');
+    assert.equal(await page.locator('[data-stat="cost"] .stat-value').getAttribute('title'), `exactly ${micro(30 + 20)}`);
+    assert.equal(await page.locator('#exact-cost').innerText(), '$0.00005');
+    assert.equal(micro(30 + 20), '$0.00005');
     assert.equal(await statValue(page, 'tokens'), '30 → 10');
     assert.match(await page.locator('#details').innerText(), /Model\s+test\/model/);
     assert.match(await page.locator('#details').innerText(), /Provider\s+up/);
@@ -229,6 +238,7 @@ describe('dashboard pages in headless Chromium', { skip: skip ?? false, timeout:
     assert.match(await page.locator('#stored-text').innerText(), /Not stored/);
     assert.match(await statValue(page, 'ttft'), /^\d+ ms$/);
     assert.equal(await statValue(page, 'cost'), micro(36));
+    assert.equal(await page.locator('#exact-cost').innerText(), micro(36));
     await shot(page, 'generation-failover');
 
     // Filters and cursor paging.
@@ -328,6 +338,94 @@ describe('dashboard pages in headless Chromium', { skip: skip ?? false, timeout:
     assert.equal(refused.status, 401);
     assert.equal(((await refused.json()) as Json).error.message, 'the API key is disabled');
     await shot(page, 'keys-disabled');
+    noProblems(problems);
+    await page.close();
+  });
+
+  test('a refused request (400 validation error) is counted under Refused, not Errors; the session breakdown lists the sessions', async () => {
+    const refused = await post(bob.secret, { model: 'test/small', temperature: 9, messages: [{ role: 'user', content: 'too hot' }] });
+    assert.equal(refused.status, 400);
+    made.bob.push(refused.id);
+    await gw.flush();
+    const { page, problems } = await browser.newPage();
+    await signIn(page, gw.adminKey);
+    await page.locator('[data-stat="refused"]').waitFor();
+    assert.equal(await statValue(page, 'errors'), '1');
+    assert.equal(await statValue(page, 'refused'), '1');
+    assert.match(await page.locator('[data-stat="refused"] .stat-sub').innerText(), /^\d+\.\d% · invalid, over a limit, unknown model$/);
+    await page.goto(`${gw.origin}/#/usage?group_by=model`);
+    // Columns: Model, Requests, Errors, Refused, …
+    const small = page.locator('#breakdown tr[data-group="test/small"] td');
+    await small.first().waitFor();
+    assert.deepEqual([await small.nth(1).innerText(), await small.nth(2).innerText(), await small.nth(3).innerText()], ['2', '0', '1 (50.0%)']);
+    const model = page.locator('#breakdown tr[data-group="test/model"] td');
+    assert.equal(await model.nth(2).innerText(), '1 (20.0%)');
+    assert.equal(await model.nth(3).innerText(), '0');
+
+    await page.selectOption('select[name=group_by]', 'session');
+    await page.click('#usage-filters button[type=submit]');
+    await page.locator('#breakdown tr[data-group="sess-1"]').waitFor();
+    assert.match(page.url(), /group_by=session/);
+    assert.deepEqual(await page.locator('#breakdown tr[data-group]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-group'))), ['sess-alice', 'sess-1']); // by spend
+    assert.match(await page.locator('#breakdown tr[data-group="sess-1"]').innerText(), /^sess-1\s+2\s+0\s+0\s+32\s+8\s+\$0\.000048\b/);
+    assert.match(await page.locator('#breakdown .hint').innerText(), /The 100 sessions with the most requests/);
+    await shot(page, 'usage-by-session');
+    // A session links to its requests.
+    await page.locator('#breakdown tr[data-group="sess-1"] a').click();
+    await page.waitForURL(/#\/requests\?session=sess-1/);
+    await page.locator(`tr[data-id="${made.admin[0]}"]`).waitFor();
+    assert.equal(await page.locator('tr[data-id]').count(), 2);
+    noProblems(problems);
+    await page.close();
+  });
+
+  test('no table is wider than its card at 1280 and 1920 px (every column readable, nothing scrolls sideways)', async () => {
+    const { page, problems } = await browser.newPage();
+    // Names as long as real ones get: a key, a tag and a session id.
+    await gw.createKey('nightly-batch-summariser-production-eu-west');
+    upstream.enqueue(completion('ok', 5, 5));
+    made.admin.push((await post(gw.adminKey, ask('long labels', { op: { tags: ['customer-support-escalations'], session: 'session-2026-12-01T02:04:36.123Z-abcdef' } }))).id);
+    await gw.flush();
+    await signIn(page, gw.adminKey);
+    await page.locator('.topbar').waitFor();
+    /**
+     * Each `table.data` on the page: its full width against the width inside its card (the
+     * width of the table's wrapper, a block filling the card's content box).
+     */
+    const measure = () =>
+      page.locator('table.data').evaluateAll((tables) =>
+        tables.map((t) => {
+          const card = t.closest('.card')!;
+          const wrap = t.closest('.table-wrap')!;
+          return { card: card.id || card.className, table: t.scrollWidth, inner: wrap.clientWidth, cardWidth: card.clientWidth, wrapInCard: wrap.parentElement === card };
+        }),
+      );
+    const pages: [string, string, string][] = [
+      ['usage-by-model', '/#/usage?group_by=model', '#breakdown tr[data-group]'],
+      ['usage-by-key', '/#/usage?group_by=key', '#breakdown tr[data-group]'],
+      ['usage-by-session', '/#/usage?group_by=session', '#breakdown tr[data-group]'],
+      ['requests', '/#/requests', 'tr[data-id]'],
+      ['generation', `/#/generation/${failoverId}`, '#routing tr[data-attempt]'],
+      ['models', '/#/models', 'tr[data-model]'],
+      ['model-endpoints', '/#/models/test/model', '#endpoints tr[data-endpoint]'],
+      ['keys', '/#/keys', 'tr[data-key-id]'],
+    ];
+    const tooWide: string[] = [];
+    for (const width of [1280, 1920]) {
+      await page.setViewportSize({ width, height: 900 });
+      for (const [name, path, ready] of pages) {
+        await page.goto(`${gw.origin}${path}`);
+        await page.locator(ready).first().waitFor();
+        const tables = await measure();
+        assert.ok(tables.length > 0, `${name}: no table`);
+        for (const t of tables) {
+          assert.ok(t.wrapInCard && t.inner < t.cardWidth, `${name}: the table's wrapper fills its card's content box`);
+          if (t.table > t.inner) tooWide.push(`${name} at ${width} px: table ${t.table} px in card ${t.card} of ${t.inner} px`);
+        }
+        if (width === 1280 && (name === 'requests' || name === 'keys' || name === 'usage-by-session')) await shot(page, `${name}-1280`);
+      }
+    }
+    assert.deepEqual(tooWide, []);
     noProblems(problems);
     await page.close();
   });

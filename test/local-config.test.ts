@@ -3,12 +3,17 @@
  * the tiny GGUF writer's layout, and an engine that cannot start (a missing model file).
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
 import OpenAI from 'openai';
 import { ConfigError, parseConfig } from '../src/config/load.js';
 import { QueueFullError, SlotPool } from '../src/providers/local/engine-slots.js';
-import { engineFor, localEngineStatus, stopLocalEngines } from '../src/providers/local/engine-supervisor.js';
+import { engineFor, localEngineStatus, stopLocalEngines, type EngineStatus } from '../src/providers/local/engine-supervisor.js';
 import { localModelConfig, localModelName, retainLocalEngines, withLocalModel } from '../src/providers/local/local-models.js';
 import { engineStartConfig, isModelUri, localSettings } from '../src/providers/local/local-settings.js';
 import { startGateway } from './helpers/gateway.js';
@@ -140,30 +145,98 @@ describe('tiny GGUF writer', () => {
 });
 
 describe('an engine that cannot start', () => {
-  test('a missing model file is a retryable upstream_connection_failed that names the problem; the gateway keeps serving', async () => {
-    const missing = path.resolve('does-not-exist', 'nothing.gguf');
+  test('a missing model file: /ready is 503 naming it, requests get the terminal provider_misconfigured at once, no restart loop; a changed file is tried again', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'op-missing-'));
+    const missing = path.join(dir, 'nothing.gguf');
     const gw = await startGateway({
       providers: [{ id: 'broken', kind: 'local', local: { threads: 1 } }],
       models: [{ id: 'local/broken', context_length: 4096, endpoints: [{ provider: 'broken', upstream_model: missing }] }],
     });
     try {
+      const ready = await fetch(`${gw.origin}/ready`);
+      assert.equal(ready.status, 503);
+      assert.deepEqual(await ready.json(), { status: 'not ready', reason: `model file not found: ${missing} (model local/broken, provider broken)` });
+
       const client = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.adminKey, maxRetries: 0 });
-      const err = await client.chat.completions.create({ model: 'local/broken', messages: [{ role: 'user', content: 'hi' }] }).then(
+      const ask = () => client.chat.completions.create({ model: 'local/broken', messages: [{ role: 'user', content: 'hi' }] }).then(
         () => assert.fail('must fail'),
         (e: unknown) => e,
       );
-      assert.ok(err instanceof OpenAI.APIError);
-      assert.equal(err.status, 502);
-      const body = err.error as { code: string; kind: string; message: string };
-      assert.equal(body.code, 'upstream_connection_failed');
-      assert.equal(body.kind, 'retryable');
-      assert.match(body.message, /local engine failed to start: .*(No model file found|node-llama-cpp is not installed)/);
+      for (let i = 0; i < 3; i++) {
+        const err = await ask();
+        assert.ok(err instanceof OpenAI.APIError, String(err));
+        assert.equal(err.status, 502);
+        const body = err.error as { code: string; kind: string; message: string };
+        assert.equal(body.code, 'provider_misconfigured');
+        assert.equal(body.kind, 'terminal');
+        assert.equal(body.message, 'broken: the local engine cannot start: its model file nothing.gguf is missing or cannot be loaded; an operator must fix it (see /ready)');
+      }
+      await sleep(300);
+      // One failure, no engine process started, no restart scheduled.
+      assert.deepEqual(pick(localEngineStatus().find((s) => s.providerId === 'broken')), { state: 'failed', pid: null, failures: 1, lastError: `model file not found: ${missing}` });
       assert.equal((await fetch(`${gw.origin}/health`)).status, 200);
-      const status = localEngineStatus().find((s) => s.providerId === 'broken');
-      assert.ok(status && status.failures >= 1 && status.state !== 'ready');
+
+      // The file appears (not a model): tried again once, and it fails for good again, with why.
+      writeFileSync(missing, 'this is not a GGUF file');
+      assert.equal(((await ask()) as InstanceType<typeof OpenAI.APIError>).status, 502);
+      const after = localEngineStatus().find((s) => s.providerId === 'broken');
+      assert.equal(after?.state, 'failed');
+      assert.equal(after?.failures, 2);
+      assert.match(after?.lastError ?? '', /cannot be loaded|node-llama-cpp/);
+      const notReady = (await (await fetch(`${gw.origin}/ready`)).json()) as { reason: string };
+      assert.ok(notReady.reason.startsWith(`the local engine of provider broken cannot start for ${missing}: `), notReady.reason);
     } finally {
       await gw.close();
       await stopLocalEngines();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+const pick = (s: EngineStatus | undefined) => s && { state: s.state, pid: s.pid, failures: s.failures, lastError: s.lastError };
+
+const CLI = new URL('../dist/src/cli.js', import.meta.url).pathname;
+const runCli = promisify(execFile);
+
+describe('opinference config check: local model files', { skip: existsSync(CLI) ? false : 'dist/src/cli.js is missing: run npm run build' }, () => {
+  test('a local endpoint or OP_LOCAL_MODEL naming a file that is not there fails, naming the file and where it is configured', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'op-check-'));
+    try {
+      const present = path.join(dir, 'present.gguf');
+      writeFileSync(present, 'GGUF');
+      const gone = path.join(dir, 'gone.gguf');
+      const file = path.join(dir, 'gw.yaml');
+      writeFileSync(file, [
+        'providers:',
+        '  - id: laptop',
+        '    kind: local',
+        'models:',
+        '  - id: local/present',
+        '    context_length: 2048',
+        '    endpoints: [{ provider: laptop, upstream_model: present.gguf }]',
+        '  - id: local/gone',
+        '    context_length: 2048',
+        '    endpoints: [{ provider: laptop, upstream_model: ./gone.gguf }, { provider: laptop, upstream_model: "hf:someone/not-checked-GGUF" }]',
+        '',
+      ].join('\n'));
+      const env = { ...process.env, OP_CONFIG: undefined, OP_LOCAL_MODEL: undefined };
+      await assert.rejects(runCli(process.execPath, [CLI, 'config', 'check', '--config', file], { cwd: dir, env }), (e: { code?: number; stderr?: string }) => {
+        assert.equal(e.code, 1);
+        assert.equal(e.stderr, `opinference: ${file}: models[1].endpoints[0].upstream_model: model file not found: ${gone} (model local/gone, provider laptop)\n`);
+        return true;
+      });
+      writeFileSync(gone, 'GGUF');
+      const ok = await runCli(process.execPath, [CLI, 'config', 'check', '--config', file], { cwd: dir, env });
+      assert.match(ok.stdout, /: ok — 1 providers, 2 models/);
+
+      // No config file: OP_LOCAL_MODEL is checked the same way.
+      await assert.rejects(runCli(process.execPath, [CLI, 'config', 'check'], { cwd: dir, env: { ...env, OP_LOCAL_MODEL: 'missing.gguf' } }), (e: { code?: number; stderr?: string }) => {
+        assert.equal(e.code, 1);
+        assert.equal(e.stderr, `opinference: OP_LOCAL_MODEL: model file not found: ${path.join(dir, 'missing.gguf')} (model local/missing, provider local)\n`);
+        return true;
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

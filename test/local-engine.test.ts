@@ -5,7 +5,9 @@
  * engine, the token counts and the protocol are real.
  */
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -17,7 +19,7 @@ import { localEngineStatus, stopLocalEngines } from '../src/providers/local/engi
 import { localModelConfig } from '../src/providers/local/local-models.js';
 import { startGateway, type TestGateway } from './helpers/gateway.js';
 import { startUpstream, type Upstream } from './helpers/replay-upstream.js';
-import { writeTinyLlamaGguf } from './helpers/tiny-gguf.js';
+import { byteToken, writeTinyLlamaGguf } from './helpers/tiny-gguf.js';
 
 type NodeLlamaCpp = typeof import('node-llama-cpp');
 
@@ -45,6 +47,15 @@ const HF_SOURCE = 'hf:someone/tiny-llama-GGUF/tiny-llama.gguf';
 
 const SUPPORTED = ['temperature', 'top_p', 'max_tokens', 'max_completion_tokens', 'stop', 'seed', 'response_format', 'tools', 'tool_choice'];
 
+/**
+ * A chat template that ends every turn with a plain newline (as many simple templates do):
+ * node-llama-cpp derives the stop trigger "\n" from it, text a JSON grammar allows as whitespace.
+ */
+const NEWLINE_TEMPLATE =
+  "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ 'User: ' + message['content'] + '\\n' }}" +
+  "{% elif message['role'] == 'system' %}{{ message['content'] + '\\n' }}{% else %}{{ 'Assistant: ' + message['content'] + '\\n' }}{% endif %}" +
+  "{% endfor %}{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}";
+
 describe('local provider: llama.cpp engine through the gateway', { skip }, () => {
   let dir: string;
   let modelPath: string;
@@ -54,6 +65,7 @@ describe('local provider: llama.cpp engine through the gateway', { skip }, () =>
   let model: LlamaModel;
   let lib: NodeLlamaCpp;
   let cachedPath: string;
+  let newlinePath: string;
 
   before(async () => {
     if (typeof engineLib === 'string') return;
@@ -61,6 +73,8 @@ describe('local provider: llama.cpp engine through the gateway', { skip }, () =>
     dir = mkdtempSync(path.join(tmpdir(), 'op-local-'));
     modelPath = path.join(dir, 'tiny-llama.gguf');
     const size = writeTinyLlamaGguf(modelPath, { contextLength: 4096 });
+    newlinePath = path.join(dir, 'tiny-newline.gguf');
+    writeTinyLlamaGguf(newlinePath, { contextLength: 1024, chatTemplate: NEWLINE_TEMPLATE });
     // Where node-llama-cpp keeps a downloaded hf: file (its own naming), found without a download.
     mkdirSync(path.join(dir, 'models'));
     cachedPath = await lib.resolveModelFile(HF_SOURCE, { directory: path.join(dir, 'models'), download: false, cli: false }).then(
@@ -85,12 +99,14 @@ describe('local provider: llama.cpp engine through the gateway', { skip }, () =>
         // An hf: model already downloaded into the cache folder (node-llama-cpp's file naming).
         { id: 'cached', kind: 'local', local: { context_size: 1024, threads: 1, parallel_sequences: 1, cache_dir: path.join(dir, 'models') } },
         { id: 'cloud', kind: 'openai', base_url: upstream.url, api_key: 'sk-cloud' },
+        { id: 'newline', kind: 'local', local: { context_size: 1024, threads: 1, parallel_sequences: 1 } },
       ],
       models: [
         ...fromEnv.models,
         { id: 'local/solo', context_length: 4096, endpoints: [endpoint('solo')] },
         { id: 'local/cached', context_length: 1024, endpoints: [{ provider: 'cached', upstream_model: HF_SOURCE, supported_parameters: SUPPORTED }] },
         { id: 'test/fallback', context_length: 4096, endpoints: [{ provider: 'cloud', upstream_model: 'gpt-cloud', supported_parameters: SUPPORTED }, endpoint('local')] },
+        { id: 'local/newline', context_length: 1024, endpoints: [{ provider: 'newline', upstream_model: newlinePath, supported_parameters: [...SUPPORTED, 'logit_bias'] }] },
       ],
     });
     client = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.adminKey, maxRetries: 0 });
@@ -221,6 +237,55 @@ describe('local provider: llama.cpp engine through the gateway', { skip }, () =>
     }
   });
 
+  test('response_format under a template that ends turns with a newline: the output ends only where the grammar allows', async () => {
+    // Before: a newline right after "{" (allowed JSON whitespace) fired the template's stop
+    // trigger: the answer was "{" with finish_reason "stop".
+    const schema = {
+      type: 'object',
+      properties: {
+        color: { type: 'string', enum: ['red', 'green', 'blue'] },
+        ok: { type: 'boolean' },
+        tags: { type: 'array', items: { type: 'string', enum: ['a', 'b'] } },
+        note: { type: 'string', maxLength: 12 },
+      },
+      required: ['color', 'ok', 'tags', 'note'],
+      additionalProperties: false,
+    };
+    const validate = new Ajv().compile(schema);
+    const formats = [
+      { type: 'json_schema', json_schema: { name: 'thing', schema, strict: true } },
+      { type: 'json_object' },
+    ] as const;
+    const finishes: Record<string, number> = {};
+    let withNewline = 0;
+    for (const response_format of formats) {
+      for (const seed of [1, 2, 3, 4, 5, 6]) {
+        const res = await client.chat.completions.create({
+          model: 'local/newline',
+          messages: [{ role: 'user', content: 'Describe a thing as JSON.' }],
+          max_tokens: 120,
+          temperature: 1,
+          seed,
+          // The model favours newlines, as real models do in JSON ("{\n  ...").
+          logit_bias: { [String(byteToken(0x0a))]: 5 },
+          response_format,
+        } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+        const choice = res.choices[0]!;
+        const content = choice.message.content ?? '';
+        const key = `${response_format.type}:${choice.finish_reason}`;
+        finishes[key] = (finishes[key] ?? 0) + 1;
+        if (content.includes('\n')) withNewline++;
+        if (choice.finish_reason === 'length') continue;
+        assert.equal(choice.finish_reason, 'stop', JSON.stringify(content));
+        const parsed: unknown = JSON.parse(content);
+        if (response_format.type === 'json_schema') assert.ok(validate(parsed), `${content}: ${JSON.stringify(validate.errors)}`);
+        else assert.equal(typeof parsed, 'object');
+      }
+    }
+    assert.ok(withNewline >= 4, `newlines inside the JSON (the trigger text) in ${withNewline} of 12 answers`);
+    assert.equal(finishes['json_schema:stop'], 6, JSON.stringify(finishes));
+  });
+
   test('tools: the function definitions reach the chat template (best effort: this model never calls them)', async () => {
     const plain = await chat('Weather in Paris?', { max_tokens: 5, seed: 1 });
     const withTools = await chat('Weather in Paris?', {
@@ -348,5 +413,59 @@ describe('local provider: llama.cpp engine through the gateway', { skip }, () =>
     assert.equal(after?.state, 'ready');
     assert.notEqual(after?.pid, before!.pid);
     assert.ok(after!.failures >= 1);
+  });
+});
+
+const CLI = new URL('../dist/src/cli.js', import.meta.url).pathname;
+
+describe('OP_LOCAL_MODEL through the CLI', { skip: skip || (existsSync(CLI) ? false : 'dist/src/cli.js is missing: run npm run build') }, () => {
+  test('the catalog reports the context the engine really runs: OP_LOCAL_CONTEXT_SIZE capped at the model\'s trained context', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'op-local-cli-'));
+    // Trained with 1024 tokens of context; OP_LOCAL_CONTEXT_SIZE asks for the default 4096.
+    writeTinyLlamaGguf(path.join(dir, 'short.gguf'), { contextLength: 1024 });
+    const port = await new Promise<number>((resolve) => {
+      const srv = createServer().listen(0, '127.0.0.1', () => {
+        const { port: p } = srv.address() as AddressInfo;
+        srv.close(() => resolve(p));
+      });
+    });
+    const env: NodeJS.ProcessEnv = {
+      ...process.env, OP_CONFIG: undefined, OP_LOCAL_CONTEXT_SIZE: undefined,
+      OP_LOCAL_MODEL: 'short.gguf', OP_LOCAL_THREADS: '1', OP_LOCAL_PARALLEL: '1',
+      OP_PORT: String(port), OP_HOST: '127.0.0.1', OP_ADMIN_KEY: 'adm', OP_DATABASE_URL: `sqlite:${path.join(dir, 'op.db')}`,
+    };
+    const child: ChildProcess = spawn(process.execPath, [CLI, 'serve'], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let logs = '';
+    child.stdout!.on('data', (d) => (logs += d));
+    child.stderr!.on('data', (d) => (logs += d));
+    const contextLength = async () => {
+      const res = await fetch(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: 'Bearer adm' } }).catch(() => null);
+      if (!res?.ok) return null;
+      return ((await res.json()) as { data: Array<{ id: string; context_length: number }> }).data.find((m) => m.id === 'local/short')?.context_length ?? null;
+    };
+    try {
+      const deadline = performance.now() + 60_000;
+      let seen = await contextLength();
+      while (seen !== 1024 && performance.now() < deadline && child.exitCode === null) {
+        await sleep(100);
+        seen = await contextLength();
+      }
+      assert.equal(seen, 1024, logs);
+      const ready = /"contextSize":(\d+)/.exec(logs);
+      assert.equal(ready?.[1], '1024', 'the engine reported the context it runs');
+      assert.match(logs, /OP_LOCAL_MODEL: context_length set to what the engine runs/);
+      // The router now refuses what the engine could not hold, before any engine call.
+      const err = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer adm', 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'local/short', messages: [{ role: 'user', content: 'abcd '.repeat(400) }], max_tokens: 5 }),
+      });
+      assert.equal(err.status, 400);
+      assert.equal(((await err.json()) as { error: { code: string } }).error.code, 'context_length_exceeded');
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve) : resolve(null)));
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

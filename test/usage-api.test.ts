@@ -10,7 +10,7 @@ import { CompiledQuery } from 'kysely';
 import { startUpstream, type ScriptedResponse, type Upstream } from './helpers/replay-upstream.js';
 import { startGateway, type TestGateway } from './helpers/gateway.js';
 import { searchPlanQueries, type SearchQuery } from '../src/store/generation-search.js';
-import { histogramPercentiles, sessionRowsQuery, topSessionsQuery, type UsageQuery } from '../src/store/usage-queries.js';
+import { histogramPercentiles, refusalsQuery, sessionRowsQuery, topSessionsQuery, type UsageQuery } from '../src/store/usage-queries.js';
 import { LATENCY_BUCKETS_MS } from '../src/store/schema.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -560,6 +560,44 @@ describe('usage API and generation search', () => {
       const rowsPlan = (await db.executeQuery<{ detail: string }>(CompiledQuery.raw(`EXPLAIN QUERY PLAN ${rows.sql}`, [...rows.parameters]))).rows.map((r) => r.detail);
       assert.match(rowsPlan[0]!, /^SEARCH generations USING INDEX generations_session_created \(session=\? AND created_at>\? AND created_at<\?\)/, rowsPlan.join(' | '));
     }
+  });
+
+  // Last: it adds traffic at the current time, which the searches above would see.
+  test('refusals (a 400 validation error, an unknown model) are counted apart from errors, by group too; read through the provider index', async () => {
+    const from = Math.floor(Date.now() / HOUR) * HOUR;
+    const invalid = await post(alice.secret, { model: 'test/model', temperature: 9, messages: [{ role: 'user', content: 'too hot' }] });
+    assert.equal(invalid.status, 400);
+    assert.equal(((await invalid.json()) as Json).error.code, 'invalid_request');
+    const unknown = await post(alice.secret, { model: 'test/nope', messages: [{ role: 'user', content: 'who?' }] });
+    assert.equal(unknown.status, 404);
+    await unknown.text();
+    upstream.enqueue({ status: 500, json: { error: { message: 'boom' } } });
+    const failed = await post(alice.secret, { model: 'test/model', messages: [{ role: 'user', content: 'upstream fails' }] });
+    assert.equal(failed.status, 502);
+    await failed.text();
+    await gw.flush();
+
+    const range = { from, to: from + 2 * HOUR, bucket: 'hour' };
+    const plain = await usage(alice.secret, range);
+    assert.deepEqual([plain.totals.requests, plain.totals.errors, plain.totals.refused, plain.totals.cancelled], [3, 1, 2, 0]);
+    assert.deepEqual(plain.data.map((r: Json) => [r.requests, r.errors, r.refused]), [[3, 1, 2]]);
+    const byModel = await usage(alice.secret, { ...range, group_by: 'model' });
+    assert.deepEqual(byModel.data.map((r: Json) => [r.group, r.requests, r.errors, r.refused]), [['test/model', 2, 1, 1], ['test/nope', 1, 0, 1]]);
+    assert.deepEqual([byModel.totals.errors, byModel.totals.refused], [1, 2]);
+    const byProvider = await usage(gw.adminKey, { ...range, group_by: 'provider', key_id: alice.id });
+    assert.deepEqual(byProvider.data.map((r: Json) => [r.group, r.requests, r.errors, r.refused]), [[null, 3, 1, 2]]);
+    const bySession = await usage(alice.secret, { ...range, group_by: 'session' });
+    assert.deepEqual([bySession.totals.errors, bySession.totals.refused], [1, 2]);
+
+    // Read through the (provider, created_at) index at provider IS NULL, whatever the filters; none when a provider is named.
+    for (const q of [{}, { keyId: alice.id }, { model: 'test/model' }, { tag: 'a' }, { keyId: null, model: 'test/model', tag: 'a', provider: '' }] as Partial<UsageQuery>[]) {
+      for (const groupBy of [null, 'model', 'key', 'tag'] as const) {
+        const plan = refusalsQuery(gw.store.db, { from, to: from + HOUR, bucket: 'hour', groupBy, ...q }, groupBy, true)!.compile();
+        const detail = (await gw.store.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`EXPLAIN QUERY PLAN ${plan.sql}`, [...plan.parameters]))).rows.map((r) => r.detail).join(' | ');
+        assert.match(detail, /SEARCH generations USING INDEX generations_provider_created \(provider=\? AND created_at>\? AND created_at<\?\)/, `${JSON.stringify(q)} ${groupBy}: ${detail}`);
+      }
+    }
+    assert.equal(refusalsQuery(gw.store.db, { from, to: from + HOUR, bucket: 'hour', groupBy: null, provider: 'up' }, null, false), null);
   });
 });
 

@@ -56,9 +56,10 @@ function makeRow(n: number): GenerationsTable {
     endpoint: null,
     upstream_model: null,
     status,
-    error_code: null,
+    // Without a provider: refusals (a 400 validation error, a key's rate limit) and upstream failures.
+    error_code: status !== 'error' ? null : !noProvider ? 'upstream_error' : (['invalid_request', 'upstream_error', 'rate_limited'] as const)[n % 3]!,
     error_message: null,
-    http_status: status === 'error' ? 502 : 200,
+    http_status: status !== 'error' ? 200 : !noProvider || n % 3 === 1 ? 502 : n % 3 === 0 ? 400 : 429,
     finish_reason: null,
     native_finish_reason: null,
     api: 'chat',
@@ -88,6 +89,7 @@ function makeRow(n: number): GenerationsTable {
 interface Sums {
   requests: number;
   errors: number;
+  refused: number;
   cancelled: number;
   prompt_tokens: number;
   completion_tokens: number;
@@ -98,12 +100,14 @@ interface Sums {
   ttft: number[];
 }
 const emptySums = (): Sums => ({
-  requests: 0, errors: 0, cancelled: 0, prompt_tokens: 0, completion_tokens: 0, reasoning_tokens: 0, cached_tokens: 0, cost: 0n,
+  requests: 0, errors: 0, refused: 0, cancelled: 0, prompt_tokens: 0, completion_tokens: 0, reasoning_tokens: 0, cached_tokens: 0, cost: 0n,
   latency: new Array<number>(LATENCY_BUCKETS_MS.length + 1).fill(0), ttft: new Array<number>(LATENCY_BUCKETS_MS.length + 1).fill(0),
 });
 function add(s: Sums, g: GenerationsTable): void {
   s.requests++;
-  if (g.status === 'error') s.errors++;
+  // Refused for the client's own reason, no provider answering: not an error of a provider.
+  if (g.status === 'error' && g.provider === null && (g.error_code === 'invalid_request' || g.error_code === 'rate_limited')) s.refused++;
+  else if (g.status === 'error') s.errors++;
   if (g.status === 'cancelled') s.cancelled++;
   s.prompt_tokens += g.prompt_tokens ?? 0;
   s.completion_tokens += g.completion_tokens ?? 0;
@@ -114,7 +118,7 @@ function add(s: Sums, g: GenerationsTable): void {
   if (g.ttft_ms !== null) s.ttft[latencyBucket(g.ttft_ms)]!++;
 }
 const stats = (s: Sums): UsageStats => ({
-  requests: s.requests, errors: s.errors, cancelled: s.cancelled, prompt_tokens: s.prompt_tokens, completion_tokens: s.completion_tokens,
+  requests: s.requests, errors: s.errors, refused: s.refused, cancelled: s.cancelled, prompt_tokens: s.prompt_tokens, completion_tokens: s.completion_tokens,
   reasoning_tokens: s.reasoning_tokens, cached_tokens: s.cached_tokens, cost: picoToUsdString(s.cost), latency_ms: histogramPercentiles(s.latency), ttft_ms: histogramPercentiles(s.ttft),
 });
 

@@ -104,7 +104,10 @@ export interface KeyInfo {
 
 export interface UsageStats {
   requests: number;
+  /** Failed at a provider or in the gateway. */
   errors: number;
+  /** Refused for the request's or key's own reason (a 400 validation error, a key limit …), no provider answering. */
+  refused: number;
   cancelled: number;
   prompt_tokens: number;
   completion_tokens: number;

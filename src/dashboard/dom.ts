@@ -41,6 +41,14 @@ export function replace(el: Element, ...children: Child[]): void {
   for (const c of children) append(el, c);
 }
 
+/**
+ * An identifier with line-break opportunities (`<wbr>`) after `/`, `_` and `.`, so a narrow
+ * table cell breaks `test/model` or `upstream_overloaded` between their parts, not mid-word.
+ */
+export function breakable(text: string): Child[] {
+  return text.split(/(?<=[/_.])/).flatMap((part, i) => (i === 0 ? [part] : [h('wbr'), part]));
+}
+
 /** A `<pre>` holding text exactly as given (whitespace kept, nothing interpreted). */
 export function pre(text: string, cls = 'text'): HTMLPreElement {
   const el = h('pre', { class: cls });

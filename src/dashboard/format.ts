@@ -15,6 +15,29 @@ export function usd(value: string | null | undefined): string {
   return `${sign}$${groupThousands(whole || '0')}.${f}`;
 }
 
+/**
+ * Money rounded for a summary card, from the exact decimal string (no floating point): cents
+ * from $1 up ("12.3456" → "$12.35", "1234.5" → "$1,234.50"); below $1 two significant digits,
+ * at least two decimals ("0.35" → "$0.35", "0.012345" → "$0.012", "0.000114" → "$0.00011").
+ * Half up. Tables and detail pages show the exact amount ({@link usd}).
+ */
+export function usdRounded(value: string | null | undefined): string {
+  if (value === null || value === undefined || value === '') return '—';
+  const m = /^(-?)(\d*)(?:\.(\d*))?$/.exec(value.trim());
+  if (!m) return `$${value}`;
+  const [, sign, whole = '', frac = ''] = m;
+  const intPart = whole.replace(/^0+/, '');
+  const firstSignificant = frac.search(/[1-9]/);
+  const decimals = intPart !== '' || firstSignificant === -1 ? 2 : Math.max(2, firstSignificant + 2);
+  // The digits up to `decimals` plus one more, as an integer; then half up on that last digit.
+  const scaled = BigInt((intPart || '0') + frac.padEnd(decimals + 1, '0').slice(0, decimals + 1));
+  const rounded = ((scaled + 5n) / 10n).toString().padStart(decimals + 1, '0');
+  const w = rounded.slice(0, -decimals);
+  const f = rounded.slice(-decimals).replace(/0+$/, '').padEnd(2, '0');
+  const zero = /^0*$/.test(w + f);
+  return `${zero ? '' : sign}$${groupThousands(w)}.${f}`;
+}
+
 /** Move the decimal point of an exact decimal string `places` to the right (price per token → per 1M tokens). */
 export function shiftDecimal(value: string, places: number): string {
   const m = /^(\d*)(?:\.(\d*))?$/.exec(value.trim());
@@ -66,6 +89,21 @@ export function dateTime(iso: string | null | undefined): string {
   if (!iso) return '—';
   const d = new Date(iso);
   return Number.isNaN(d.getTime()) ? iso : dateTimeFormat.format(d);
+}
+
+const dateOnlyFormat = new Intl.DateTimeFormat('en-GB', { year: 'numeric', month: 'short', day: '2-digit' });
+const clockFormat = new Intl.DateTimeFormat('en-GB', { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+
+/** The date of an ISO time in the browser's time zone: "29 Nov 2026". */
+export function dateOnly(iso: string): string {
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : dateOnlyFormat.format(d);
+}
+
+/** The clock time of an ISO time in the browser's time zone: "14:03:12". */
+export function clockTime(iso: string): string {
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? '' : clockFormat.format(d);
 }
 
 /** A chart bucket label. */

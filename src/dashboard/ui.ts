@@ -68,8 +68,8 @@ export function badge(text: string, kind?: string): HTMLElement {
 }
 
 /** A big-number card; `name` becomes `data-stat` so a value can be found by what it is. */
-export function stat(name: string, label: string, value: string, sub?: Child): HTMLElement {
-  return h('div', { class: 'card stat', 'data-stat': name }, h('div', { class: 'stat-label' }, label), h('div', { class: 'stat-value' }, value), sub ? h('div', { class: 'stat-sub' }, sub) : null);
+export function stat(name: string, label: string, value: string, sub?: Child, title?: string): HTMLElement {
+  return h('div', { class: 'card stat', 'data-stat': name }, h('div', { class: 'stat-label' }, label), h('div', { class: 'stat-value', title: title ?? null }, value), sub ? h('div', { class: 'stat-sub' }, sub) : null);
 }
 
 /** A two-column list of facts. */

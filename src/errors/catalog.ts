@@ -134,6 +134,10 @@ export const ERROR_CATALOG = define({
     status: 502, kind: 'terminal', scope: 'provider', type: 'server_error',
     description: 'The upstream rejected the gateway\'s provider credentials (401/403): fix `api_key` for that provider.',
   },
+  provider_misconfigured: {
+    status: 502, kind: 'terminal', scope: 'provider', type: 'server_error',
+    description: 'The provider cannot serve until an operator fixes its configuration: a `local` endpoint\'s model file does not exist or cannot be loaded (`/ready` and `opinference config check` name the file). Other endpoints of the model are still tried.',
+  },
   upstream_rate_limited: {
     status: 429, kind: 'retryable', scope: 'provider', type: 'rate_limit_error',
     description: 'The upstream rate-limited the request (429); `Retry-After` is passed on when the upstream sent it.',

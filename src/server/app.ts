@@ -28,6 +28,7 @@ import { sql } from 'kysely';
 import { GatewayMetrics } from '../pipeline/metrics.js';
 import { startRetentionPurge } from '../store/retention-purge.js';
 import { sendError } from './send-error.js';
+import { localModelsNotReady } from '../providers/local/local-model-files.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -188,6 +189,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
   });
   app.get('/ready', { config: { access: 'public' } }, async (_req, reply) => {
     if (!(await runtime.limits.ping())) return reply.code(503).send({ status: 'not ready', reason: 'the limit store (OP_REDIS_URL) cannot be reached' });
+    const local = localModelsNotReady(runtime.config);
+    if (local) return reply.code(503).send({ status: 'not ready', reason: local });
     if (runtime.catalog.empty) return reply.code(200).send({ status: 'ready', warning: 'no models configured' });
     return { status: 'ready', models: runtime.catalog.models.size };
   });

@@ -3,7 +3,7 @@
 // set as text (never parsed as HTML).
 import { get, type Attempt, type Generation, type MessagePart, type StoredMessage } from '../api';
 import { copyText, h, pre, replace, type Child } from '../dom';
-import { dateTime, int, ms, usd } from '../format';
+import { dateTime, int, ms, usd, usdRounded } from '../format';
 import { keyNames } from '../shared';
 import { badge, empty, errorBox, facts, isAdmin, link, loading, pageHeader, route, stat, table, type PageContext } from '../ui';
 
@@ -128,7 +128,7 @@ export async function generationPage(root: HTMLElement, ctx: PageContext): Promi
       'div',
       { class: 'stats' },
       stat('status', 'Status', g.status, g.error_code ?? g.finish_reason ?? null),
-      stat('cost', 'Cost', usd(g.total_cost), g.usage_source === 'estimated' ? 'tokens estimated by the gateway' : null),
+      stat('cost', 'Cost', usdRounded(g.total_cost), g.usage_source === 'estimated' ? 'tokens estimated by the gateway' : null, `exactly ${usd(g.total_cost)}`),
       stat('tokens', 'Tokens', `${int(g.tokens_prompt ?? 0)} → ${int(g.tokens_completion ?? 0)}`, `prompt → completion${g.native_tokens_reasoning ? ` · ${int(g.native_tokens_reasoning)} reasoning` : ''}${g.native_tokens_cached ? ` · ${int(g.native_tokens_cached)} cached` : ''}`),
       stat('latency', 'Latency', ms(g.latency), throughput ? `${throughput.toFixed(1)} tokens/s` : null),
       stat('ttft', 'Time to first token', ms(g.time_to_first_token), g.streamed ? 'streamed' : 'not streamed'),
@@ -151,6 +151,7 @@ export async function generationPage(root: HTMLElement, ctx: PageContext): Promi
         g.native_tokens_reasoning ? ['Reasoning tokens', int(g.native_tokens_reasoning)] : null,
         g.native_tokens_cached ? ['Cached tokens', int(g.native_tokens_cached)] : null,
         ['Usage from', g.usage_source === 'estimated' ? 'estimated by the gateway' : g.usage_source],
+        ['Cost', h('span', { id: 'exact-cost' }, usd(g.total_cost))],
         ['API', `${g.api_type}${g.streamed ? ', streamed' : ''}${g.cancelled ? ', cancelled by the client' : ''}`],
         ['Key', isAdmin(ctx.me) ? link(route('/requests', { key_id: g.api_key_id ?? 'admin' }), keyName(g.api_key_id, names)) : keyName(g.api_key_id, names)],
         ['Tags', g.tags.length ? h('span', { class: 'tags' }, g.tags.map((t) => link(route('/requests', { tag: t }), h('span', { class: 'tag' }, t)))) : null],

@@ -1,8 +1,8 @@
 // Requests: the generations, newest first, filtered by model, provider, status, key, tag,
 // session and time, a page at a time (cursor paging). Each row opens the generation's page.
 import { get, type Generation, type GenerationPage } from '../api';
-import { field, h, labelled, replace, select } from '../dom';
-import { dateTime, fromLocalInput, int, ms, usd } from '../format';
+import { breakable, field, h, labelled, replace, select } from '../dom';
+import { clockTime, dateOnly, fromLocalInput, int, ms, shortId, usd } from '../format';
 import { allKeys, catalog, keyNames, rangeControls, readRange } from '../shared';
 import { badge, empty, errorBox, isAdmin, link, loading, pageHeader, route, table, type Column, type PageContext } from '../ui';
 
@@ -11,6 +11,11 @@ const PAGE_SIZES = ['25', '50', '100', '200'];
 
 /** Cursors of the pages before the current one, per filter set (so "Newer" can go back). */
 const previous = new Map<string, string[]>();
+
+/** A time as two short lines (date, then clock) so the column stays narrow. */
+function timeCell(iso: string): HTMLElement {
+  return h('span', { title: iso }, h('span', { class: 'time-date' }, dateOnly(iso)), h('span', { class: 'time-clock' }, clockTime(iso)));
+}
 
 export async function requestsPage(root: HTMLElement, ctx: PageContext): Promise<void> {
   const admin = isAdmin(ctx.me);
@@ -107,18 +112,33 @@ export async function requestsPage(root: HTMLElement, ctx: PageContext): Promise
   };
 
   const columns: Column<Generation>[] = [
-    { title: 'Time', cell: (g) => h('span', { class: 'nowrap' }, dateTime(g.created_at)) },
-    { title: 'Generation', className: 'mono', cell: (g) => link(`/generation/${encodeURIComponent(g.id)}`, g.id) },
-    { title: 'Model', cell: (g) => (g.requested_model !== g.model ? h('span', { title: `requested ${g.requested_model}` }, g.model, h('span', { class: 'muted' }, ' ↩')) : g.model) },
+    { title: 'Time', cell: (g) => timeCell(g.created_at) },
+    // The id shortened (the full id in its tooltip and the generation page): 26 characters of monospace would take a sixth of the row.
+    {
+      title: 'Generation',
+      className: 'mono',
+      cell: (g) => {
+        const a = link(`/generation/${encodeURIComponent(g.id)}`, shortId(g.id, 12));
+        a.title = g.id;
+        return a;
+      },
+    },
+    { title: 'Model', className: 'col-model', cell: (g) => (g.requested_model !== g.model ? h('span', { title: `requested ${g.requested_model}` }, breakable(g.model), h('span', { class: 'muted' }, ' ↩')) : h('span', null, breakable(g.model))) },
     { title: 'Provider', cell: (g) => g.provider_name ?? h('span', { class: 'muted' }, '—') },
-    { title: 'Status', cell: (g) => h('span', null, badge(g.status), g.error_code ? h('span', { class: 'muted small' }, ` ${g.error_code}`) : null) },
+    { title: 'Status', cell: (g) => h('span', null, badge(g.status), g.error_code ? h('span', { class: 'muted small error-code' }, breakable(g.error_code)) : null) },
     { title: 'Tokens', numeric: true, cell: (g) => (g.tokens_prompt === null && g.tokens_completion === null ? '—' : `${int(g.tokens_prompt ?? 0)} → ${int(g.tokens_completion ?? 0)}`) },
     { title: 'Cost', numeric: true, cell: (g) => usd(g.total_cost) },
     { title: 'Latency', numeric: true, cell: (g) => ms(g.latency) },
     { title: 'TTFT', numeric: true, cell: (g) => ms(g.time_to_first_token) },
     {
       title: 'Tags · session',
-      cell: (g) => h('span', { class: 'tags' }, g.tags.map((t) => h('span', { class: 'tag' }, t)), g.session_id ? h('span', { class: 'tag tag-session', title: 'session' }, g.session_id) : null),
+      cell: (g) =>
+        h(
+          'span',
+          { class: 'tags' },
+          g.tags.map((t) => h('span', { class: 'tag' }, t)),
+          g.session_id ? h('span', { class: 'tag tag-session', title: `session ${g.session_id}` }, shortId(g.session_id, 24)) : null,
+        ),
     },
   ];
   if (admin) columns.push({ title: 'Key', cell: (g) => (g.api_key_id === null ? h('span', { class: 'muted nowrap' }, 'admin key') : (names.get(g.api_key_id) ?? g.api_key_id)) });

@@ -1,9 +1,9 @@
 // Usage: totals, charts over time (spend, tokens, requests, errors) and a breakdown by model,
-// provider, key or tag, over a date range.
+// provider, key, tag or session, over a date range.
 import { get, type KeyInfo, type UsageResult, type UsageRow, type UsageStats } from '../api';
 import { barChart, type Series } from '../charts';
 import { field, h, labelled, replace, select } from '../dom';
-import { bucketLabel, fromLocalInput, int, ms, pct, usd, usdNumber } from '../format';
+import { bucketLabel, fromLocalInput, int, ms, pct, shortId, usd, usdNumber, usdRounded } from '../format';
 import { allKeys, catalog, keyNames, rangeControls, readRange } from '../shared';
 import { empty, errorBox, isAdmin, link, loading, pageHeader, route, stat, table, type PageContext } from '../ui';
 
@@ -12,9 +12,11 @@ const DAY = 24 * HOUR;
 /** Groups drawn as their own series; the rest are summed into "other". */
 const MAX_SERIES = 8;
 
-type GroupBy = '' | 'model' | 'provider' | 'key' | 'tag';
+type GroupBy = '' | 'model' | 'provider' | 'key' | 'tag' | 'session';
 
-const GROUP_LABEL: Record<Exclude<GroupBy, ''>, string> = { model: 'Model', provider: 'Provider', key: 'Key', tag: 'Tag' };
+const GROUP_LABEL: Record<Exclude<GroupBy, ''>, string> = { model: 'Model', provider: 'Provider', key: 'Key', tag: 'Tag', session: 'Session' };
+/** Sessions the usage API returns at most (the most requests in the range first). */
+const TOP_SESSIONS = 100;
 
 function groupName(groupBy: GroupBy, group: string | null, names: Map<string, string>): string {
   if (groupBy === 'key') return group === null ? 'admin key' : (names.get(group) ?? group);
@@ -34,6 +36,7 @@ interface GroupTotal {
   name: string;
   requests: number;
   errors: number;
+  refused: number;
   cancelled: number;
   prompt: number;
   completion: number;
@@ -66,7 +69,7 @@ export async function usagePage(root: HTMLElement, ctx: PageContext): Promise<vo
   const from = r.from ?? to - 7 * DAY;
   const bucketParam = p.get('bucket') ?? 'auto';
   const bucket: 'hour' | 'day' = bucketParam === 'hour' || bucketParam === 'day' ? bucketParam : to - from <= 3 * DAY ? 'hour' : 'day';
-  const groupBy = (['model', 'provider', 'key', 'tag'].includes(p.get('group_by') ?? '') ? p.get('group_by') : '') as GroupBy;
+  const groupBy = (['model', 'provider', 'key', 'tag', 'session'].includes(p.get('group_by') ?? '') ? p.get('group_by') : '') as GroupBy;
   const filters = { model: p.get('model') ?? '', provider: p.get('provider') ?? '', key_id: p.get('key_id') ?? '', tag: p.get('tag') ?? '' };
 
   // ---- controls ----
@@ -75,7 +78,7 @@ export async function usagePage(root: HTMLElement, ctx: PageContext): Promise<vo
   const keySelect = admin ? select('key_id', [['', 'All keys'], ['admin', 'admin key']], filters.key_id) : null;
   const groupOptions: [string, string][] = [['', 'Nothing'], ['model', 'Model'], ['provider', 'Provider']];
   if (admin) groupOptions.push(['key', 'Key']);
-  groupOptions.push(['tag', 'Tag']);
+  groupOptions.push(['tag', 'Tag'], ['session', 'Session']);
   const form = h(
     'form',
     { class: 'filters card', id: 'usage-filters' },
@@ -149,10 +152,11 @@ function renderUsage(body: HTMLElement, ctx: PageContext, result: UsageResult, g
   const cards = h(
     'div',
     { class: 'stats' },
-    stat('spend', 'Spend', usd(t.cost), `${dateSpan(result)}`),
+    stat('spend', 'Spend', usdRounded(t.cost), `${dateSpan(result)}`, `exactly ${usd(t.cost)}`),
     stat('requests', 'Requests', int(t.requests), t.cancelled ? `${int(t.cancelled)} cancelled` : null),
     stat('tokens', 'Tokens', int(tokens), `${int(t.prompt_tokens)} prompt · ${int(t.completion_tokens)} completion${t.reasoning_tokens ? ` · ${int(t.reasoning_tokens)} reasoning` : ''}`),
-    stat('errors', 'Errors', int(t.errors), t.requests ? `${pct(t.errors / t.requests)} of requests` : null),
+    stat('errors', 'Errors', int(t.errors), t.requests ? `${pct(t.errors / t.requests)} · at a provider or the gateway` : null),
+    stat('refused', 'Refused', int(t.refused), t.requests ? `${pct(t.refused / t.requests)} · invalid, over a limit, unknown model` : null),
     stat('latency', 'Latency p50', ms(t.latency_ms?.p50), t.latency_ms ? `p90 ${ms(t.latency_ms.p90)} · p99 ${ms(t.latency_ms.p99)}` : null),
     stat('ttft', 'First token p50', ms(t.ttft_ms?.p50), t.ttft_ms ? `p90 ${ms(t.ttft_ms.p90)} · p99 ${ms(t.ttft_ms.p99)}` : null),
   );
@@ -174,9 +178,10 @@ function renderUsage(body: HTMLElement, ctx: PageContext, result: UsageResult, g
   for (const row of result.data) {
     const k = keyOf(row.group);
     let g = totals.get(k);
-    if (!g) totals.set(k, (g = { group: row.group, name: groupName(groupBy, row.group, names), requests: 0, errors: 0, cancelled: 0, prompt: 0, completion: 0, costNumber: 0, cost: '0' }));
+    if (!g) totals.set(k, (g = { group: row.group, name: groupName(groupBy, row.group, names), requests: 0, errors: 0, refused: 0, cancelled: 0, prompt: 0, completion: 0, costNumber: 0, cost: '0' }));
     g.requests += row.requests;
     g.errors += row.errors;
+    g.refused += row.refused;
     g.cancelled += row.cancelled;
     g.prompt += row.prompt_tokens;
     g.completion += row.completion_tokens;
@@ -220,11 +225,15 @@ function renderUsage(body: HTMLElement, ctx: PageContext, result: UsageResult, g
               title: GROUP_LABEL[groupBy],
               cell: (g) => {
                 const f = requestsFilter(groupBy, g.group);
-                return f ? link(route('/requests', f), g.name) : g.name;
+                const name = groupBy === 'session' ? shortId(g.name, 40) : g.name;
+                const a = f ? link(route('/requests', f), name) : h('span', null, name);
+                if (name !== g.name) a.title = g.name;
+                return a;
               },
             },
             { title: 'Requests', numeric: true, cell: (g) => int(g.requests) },
             { title: 'Errors', numeric: true, cell: (g) => (g.errors ? `${int(g.errors)} (${pct(g.errors / g.requests)})` : '0') },
+            { title: 'Refused', numeric: true, cell: (g) => (g.refused ? `${int(g.refused)} (${pct(g.refused / g.requests)})` : '0') },
             { title: 'Prompt tokens', numeric: true, cell: (g) => int(g.prompt) },
             { title: 'Completion tokens', numeric: true, cell: (g) => int(g.completion) },
             { title: 'Spend', numeric: true, cell: (g) => usd(g.cost) },
@@ -234,6 +243,9 @@ function renderUsage(body: HTMLElement, ctx: PageContext, result: UsageResult, g
           { rowAttrs: (g) => ({ 'data-group': g.group ?? '' }) },
         ),
         groupBy === 'tag' ? h('p', { class: 'hint' }, 'A request with several tags counts under each of them; the totals above count it once.') : null,
+        groupBy === 'session'
+          ? h('p', { class: 'hint' }, `The ${TOP_SESSIONS} sessions with the most requests in this range; requests without a session (op.session) are not listed. The totals above count every request.`)
+          : null,
       )
     : null;
 

@@ -42,7 +42,28 @@ export interface Engine {
 export interface Slot {
   sequence: LlamaContextSequence;
   chat: LlamaChat;
+  /** Chat under a grammar (`response_format`): the template's stop triggers off, see {@link grammarChatWrapper}. */
+  grammarChat: LlamaChat;
   completion: LlamaCompletion;
+}
+
+/**
+ * The model's chat wrapper with the chat template's own stop triggers removed, for generations
+ * under a grammar (`response_format` json_object / json_schema).
+ *
+ * A template's end-of-turn trigger can be plain text that the grammar allows inside the JSON
+ * (a template that ends turns with `"\n"` stops `{` followed by a newline: the answer was `{`
+ * with finish_reason "stop"). Under a grammar the output must end only where the grammar
+ * allows, and it already does without these triggers: the grammar lets an end-of-generation
+ * token through only once the JSON is complete, and node-llama-cpp's JSON grammars carry their
+ * own end trigger (text only reachable after the closing brace). The request's `stop` strings
+ * still apply (the client asked for them). Same prompt rendering: every other member is the
+ * wrapped one's (prototype delegation).
+ * @see https://node-llama-cpp.withcat.ai/guide/grammar
+ */
+export function grammarChatWrapper(wrapper: ChatWrapper): ChatWrapper {
+  const generateContextState: ChatWrapper['generateContextState'] = (options) => ({ ...wrapper.generateContextState(options), stopGenerationTriggers: [] });
+  return Object.create(wrapper, { generateContextState: { value: generateContextState } }) as ChatWrapper;
 }
 
 /** Receives the generation as it happens (streaming). */
@@ -419,7 +440,7 @@ export async function prepareChat(engine: Engine, body: Body): Promise<PreparedG
             return call;
           });
         } else {
-          const res = await slot.chat.generateResponse(history, { ...common, grammar });
+          const res = await (grammar ? slot.grammarChat : slot.chat).generateResponse(history, { ...common, grammar });
           stopReason = res.metadata.stopReason;
         }
       } catch (err) {

@@ -48,7 +48,12 @@ export interface EngineInfo {
 export type EngineMessage =
   | { type: 'download-progress'; downloadedBytes: number; totalBytes: number }
   | { type: 'ready'; info: EngineInfo }
-  | { type: 'fatal'; message: string };
+  /**
+   * The engine cannot start. `terminal`: starting again will fail the same way until the model
+   * file (or the installation) changes — a missing or unloadable model file, node-llama-cpp
+   * missing — so the supervisor does not restart it.
+   */
+  | { type: 'fatal'; message: string; terminal: boolean };
 
 /** Supervisor → engine. */
 export type SupervisorMessage = { type: 'shutdown' };

@@ -1,9 +1,11 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { ENGINE_CONFIG_ENV, type EngineInfo, type EngineMessage, type EngineStartConfig, type SupervisorMessage } from './engine-protocol.js';
+import { isModelUri } from './local-settings.js';
 
 /**
  * The gateway side of the `local` provider: one supervisor per (provider, model source) owns
@@ -14,11 +16,18 @@ import { ENGINE_CONFIG_ENV, type EngineInfo, type EngineMessage, type EngineStar
  * Lifecycle: started on first use (or by {@link prestartLocalEngines}); a request that finds
  * the engine starting for the first time waits for it (up to `load_wait_ms`); an engine that
  * exits unexpectedly is restarted at once, then with a growing delay if it keeps failing, and
- * meanwhile requests fail fast with a retryable error so the router moves on.
+ * meanwhile requests fail fast with a retryable error so the router moves on. An engine that
+ * cannot start for a reason a restart would repeat (its model file is missing or cannot be
+ * loaded, node-llama-cpp is not installed) is `failed`: no restart loop; requests fail at once
+ * with the terminal `provider_misconfigured` until the model file changes, then it starts again
+ * (an `hf:` or URL source, with no file to watch: on the next request a minute later).
  */
 
-/** Lifecycle state of one engine. */
-export type EngineState = 'idle' | 'starting' | 'ready' | 'restarting' | 'stopped';
+/**
+ * Lifecycle state of one engine. `failed`: a terminal start failure (see
+ * {@link EngineStatus.lastError}); it is tried again only once the model file changes.
+ */
+export type EngineState = 'idle' | 'starting' | 'ready' | 'restarting' | 'failed' | 'stopped';
 
 /** A snapshot of one engine, for operators and tests. */
 export interface EngineStatus {
@@ -75,6 +84,22 @@ const STABLE_AFTER_MS = 60_000;
 const SHUTDOWN_GRACE_MS = 5_000;
 /** Download progress is logged at most this often. */
 const PROGRESS_LOG_MS = 5_000;
+/** A download source (no file to watch) that failed for good is tried again on demand after this long. */
+const FAILED_URI_RETRY_MS = 60_000;
+
+/**
+ * What the model file looks like now (size and modification time), `missing`, or null for a
+ * download source (`hf:`, `https:`): a terminal failure is retried once this changes.
+ */
+function modelFileStamp(source: string): string | null {
+  if (isModelUri(source)) return null;
+  try {
+    const st = statSync(source);
+    return st.isFile() ? `${st.size}:${st.mtimeMs}` : 'not a file';
+  } catch {
+    return 'missing';
+  }
+}
 
 /** The engine entry point next to this file (`.ts` under tsx, `.js` from dist/), and how to run it. */
 function workerEntry(): { file: string; execArgv: string[] } {
@@ -121,6 +146,10 @@ export class EngineSupervisor {
   private lastProgressLog = 0;
   /** What the current engine process reported before failing, if it did. */
   private fatalMessage: string | null = null;
+  private fatalTerminal = false;
+  /** Set by a terminal failure: the model file's stamp then (see {@link modelFileStamp}). */
+  private failedWithFile: string | null | undefined = undefined;
+  private failedAt = 0;
 
   constructor(
     readonly config: Omit<EngineStartConfig, 'token'>,
@@ -139,6 +168,7 @@ export class EngineSupervisor {
     let state: EngineState;
     if (this.isStopped) state = 'stopped';
     else if (this.info) state = 'ready';
+    else if (this.failedWithFile !== undefined) state = 'failed';
     else if (this.degraded) state = 'restarting';
     else if (this.child || this.start) state = 'starting';
     else state = 'idle';
@@ -162,13 +192,15 @@ export class EngineSupervisor {
 
   /**
    * The engine's address, starting it if needed.
-   * @throws GatewayError (retryable) while the engine restarts after a failure, or when it is
-   *   still loading after `load_wait_ms`.
+   * @throws GatewayError `provider_misconfigured` (terminal) while the engine is `failed`;
+   *   `upstream_connection_failed` (retryable) while it restarts after a failure;
+   *   `upstream_overloaded` when it is still loading after `load_wait_ms`.
    */
   async endpoint(): Promise<EngineEndpoint> {
     const ready = this.readyEndpoint();
     if (ready) return ready;
     if (this.isStopped) throw this.unavailable('the local engine was stopped (configuration reloaded or gateway closing)');
+    if (this.failedWithFile !== undefined) throw this.misconfigured();
     if (this.degraded) throw this.unavailable(`the local engine is restarting after a failure: ${this.lastError ?? 'unknown error'}`);
     const start = this.start;
     if (!start) throw this.unavailable('the local engine is not running');
@@ -183,6 +215,7 @@ export class EngineSupervisor {
       await Promise.race([start.promise, timeout]);
     } catch (err) {
       if (err instanceof GatewayError) throw err;
+      if (this.failedWithFile !== undefined) throw this.misconfigured();
       throw this.unavailable(`the local engine failed to start: ${(err as Error).message}`);
     } finally {
       clearTimeout(timer);
@@ -195,8 +228,16 @@ export class EngineSupervisor {
   async whenReady(): Promise<EngineInfo> {
     if (this.info) return this.info;
     this.ensureStarting();
+    if (this.failedWithFile !== undefined) throw new Error(this.lastError ?? 'the local engine cannot start');
     if (!this.start) throw new Error(this.lastError ?? 'the local engine is not starting');
     return this.start.promise;
+  }
+
+  /** The terminal error of a `failed` engine. The client sees the file's name only; /ready and the log have the path. */
+  private misconfigured(): GatewayError {
+    return new GatewayError('provider_misconfigured', `${this.config.providerId}: the local engine cannot start: its model file ${path.basename(this.config.source)} is missing or cannot be loaded; an operator must fix it (see /ready)`, {
+      metadata: { provider: this.config.providerId },
+    });
   }
 
   private unavailable(message: string): GatewayError {
@@ -208,15 +249,29 @@ export class EngineSupervisor {
 
   private ensureStarting(): void {
     if (this.isStopped || this.child || this.restartTimer) return;
+    if (this.failedWithFile !== undefined) {
+      // Failed for good with this file: try again only once the file changed (a download
+      // source, with no file to watch: on demand, at most once a minute).
+      const stamp = modelFileStamp(this.config.source);
+      if (stamp === null ? Date.now() - this.failedAt < FAILED_URI_RETRY_MS : stamp === this.failedWithFile) return;
+      this.failedWithFile = undefined;
+      this.failuresInRow = 0;
+    }
     this.spawn();
   }
 
   private spawn(): void {
+    const start = this.start ?? deferred<EngineInfo>();
+    this.start = start;
+    // A model file that is not there: fail now, without a process that would fail the same way.
+    if (modelFileStamp(this.config.source) === 'missing') {
+      this.onFailure(null, `model file not found: ${this.config.source}`, true);
+      return;
+    }
     const { file, execArgv } = workerEntry();
     this.token = randomBytes(24).toString('base64url');
     this.fatalMessage = null;
-    const start = this.start ?? deferred<EngineInfo>();
-    this.start = start;
+    this.fatalTerminal = false;
     const startConfig: EngineStartConfig = { ...this.config, token: this.token };
     logger.info({ provider: this.config.providerId, source: this.config.source }, 'starting the local engine');
     let child: ChildProcess;
@@ -237,7 +292,7 @@ export class EngineSupervisor {
     child.on('error', (err) => this.onFailure(child, `engine process error: ${err.message}`));
     child.on('exit', (code, signal) => {
       if (this.child !== child) return;
-      this.onFailure(child, this.fatalMessage ?? `the engine process exited (${signal ?? `code ${code}`})`);
+      this.onFailure(child, this.fatalMessage ?? `the engine process exited (${signal ?? `code ${code}`})`, this.fatalTerminal);
     });
   }
 
@@ -268,6 +323,7 @@ export class EngineSupervisor {
       }
       case 'fatal':
         this.fatalMessage = msg.message;
+        this.fatalTerminal = msg.terminal === true;
         this.lastError = msg.message;
         this.degraded = true;
         logger.error({ provider: this.config.providerId, source: this.config.source, err: msg.message }, 'local engine failed');
@@ -275,7 +331,7 @@ export class EngineSupervisor {
     }
   }
 
-  private onFailure(child: ChildProcess | null, reason: string): void {
+  private onFailure(child: ChildProcess | null, reason: string, terminal = false): void {
     if (child !== null && this.child !== child) return;
     if (child) {
       child.removeAllListeners('message');
@@ -293,10 +349,17 @@ export class EngineSupervisor {
     this.failures++;
     this.failuresInRow = wasReadyFor >= STABLE_AFTER_MS ? 1 : this.failuresInRow + 1;
     this.lastError = reason;
-    this.degraded = true;
     const start = this.start;
     this.start = null;
     start?.reject(new Error(reason));
+    if (terminal) {
+      this.degraded = false;
+      this.failedWithFile = modelFileStamp(this.config.source);
+      this.failedAt = Date.now();
+      logger.error({ provider: this.config.providerId, source: this.config.source, reason }, 'the local engine cannot start; not restarting it until its model file changes');
+      return;
+    }
+    this.degraded = true;
     const delay = this.failuresInRow <= 1 ? 0 : Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (this.failuresInRow - 2));
     logger.warn({ provider: this.config.providerId, source: this.config.source, reason, restart_in_ms: delay }, 'local engine down; restarting');
     this.restartTimer = setTimeout(() => {

@@ -9,9 +9,10 @@ import { availableParallelism } from 'node:os';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createEngineServer } from './engine-http.js';
-import type { Engine, NodeLlamaCpp, Slot } from './engine-generate.js';
+import { grammarChatWrapper, type Engine, type NodeLlamaCpp, type Slot } from './engine-generate.js';
 import { ENGINE_CONFIG_ENV, type EngineMessage, type EngineStartConfig, type SupervisorMessage } from './engine-protocol.js';
 import { SlotPool } from './engine-slots.js';
+import { isModelUri } from './local-settings.js';
 
 const send = (msg: EngineMessage) => {
   if (process.connected) process.send?.(msg);
@@ -26,10 +27,22 @@ function readConfig(): EngineStartConfig {
   return JSON.parse(raw) as EngineStartConfig;
 }
 
+/** A start failure that another start would repeat (see the `fatal` message's `terminal`). */
+class TerminalStartError extends Error {}
+
+/** Run one start step; its failure is terminal (a retry cannot help) with `message`. */
+async function terminalStep<T>(step: Promise<T>, message: (err: Error) => string): Promise<T> {
+  try {
+    return await step;
+  } catch (err) {
+    throw new TerminalStartError(message(err instanceof Error ? err : new Error(String(err))), { cause: err });
+  }
+}
+
 function fail(err: unknown): never {
   const message = err instanceof Error ? err.message : String(err);
   log(`fatal: ${err instanceof Error ? (err.stack ?? message) : message}`);
-  send({ type: 'fatal', message });
+  send({ type: 'fatal', message, terminal: err instanceof TerminalStartError });
   process.exit(1);
 }
 
@@ -46,13 +59,11 @@ async function main(): Promise<void> {
   });
   const config = readConfig();
 
-  let lib: NodeLlamaCpp;
-  try {
-    lib = await import('node-llama-cpp');
-  } catch (err) {
-    throw new Error(`node-llama-cpp is not installed or cannot load (${(err as Error).message}); install the project's dependencies with npm ci`);
-  }
-  const llama = await lib.getLlama({
+  const lib: NodeLlamaCpp = await terminalStep(
+    import('node-llama-cpp'),
+    (err) => `node-llama-cpp is not installed or cannot load (${err.message}); install the project's dependencies with npm ci`,
+  );
+  const llama = await terminalStep(lib.getLlama({
     // Prebuilt binaries only: never download or compile llama.cpp at run time (offline machines).
     build: 'never',
     gpu: config.gpuLayers === 0 ? false : 'auto',
@@ -62,17 +73,19 @@ async function main(): Promise<void> {
       const text = message.trim();
       if (text !== '') log(`llama.cpp ${level}: ${text}`);
     },
-  });
+  }), (err) => `node-llama-cpp's prebuilt llama.cpp binary does not load on this machine: ${err.message}`);
 
-  const modelPath = await lib.resolveModelFile(config.source, {
+  const resolving = lib.resolveModelFile(config.source, {
     directory: config.cacheDir,
     // node-llama-cpp's own progress bar on a terminal; progress messages to the gateway's log always.
     cli: process.stdout.isTTY === true,
     onProgress: ({ downloadedSize, totalSize }) => send({ type: 'download-progress', downloadedBytes: downloadedSize, totalBytes: totalSize }),
   });
+  // A file path that is not there stays missing; a download (hf:, https:) may work next time.
+  const modelPath = !isModelUri(config.source) ? await terminalStep(resolving, (err) => `model file not found: ${config.source} (${err.message})`) : await resolving;
 
   const loadStarted = performance.now();
-  const model = await llama.loadModel({ modelPath, gpuLayers: config.gpuLayers });
+  const model = await terminalStep(llama.loadModel({ modelPath, gpuLayers: config.gpuLayers }), (err) => `the model file ${modelPath} cannot be loaded: ${err.message}`);
   const trainContextSize = model.trainContextSize;
   const context = await model.createContext({
     sequences: config.parallelSequences,
@@ -82,10 +95,16 @@ async function main(): Promise<void> {
     threads: config.threads > 0 ? config.threads : Math.max(1, availableParallelism() - 1),
   });
   const chatWrapper = lib.resolveChatWrapper(model) ?? new lib.GeneralChatWrapper();
+  const grammarWrapper = grammarChatWrapper(chatWrapper);
   const slots: Slot[] = [];
   for (let i = 0; i < config.parallelSequences; i++) {
     const sequence = context.getSequence();
-    slots.push({ sequence, chat: new lib.LlamaChat({ contextSequence: sequence, chatWrapper }), completion: new lib.LlamaCompletion({ contextSequence: sequence }) });
+    slots.push({
+      sequence,
+      chat: new lib.LlamaChat({ contextSequence: sequence, chatWrapper }),
+      grammarChat: new lib.LlamaChat({ contextSequence: sequence, chatWrapper: grammarWrapper }),
+      completion: new lib.LlamaCompletion({ contextSequence: sequence }),
+    });
   }
   const metadata = model.fileInfo.metadata as unknown as { tokenizer?: { ggml?: { tokens?: readonly unknown[] } } } | undefined;
   const engine: Engine = {

@@ -3,7 +3,7 @@ import type { LoadedConfig } from '../../config/load.js';
 import { parseConfig } from '../../config/load.js';
 import type { GatewayConfig } from '../../config/schema.js';
 import type { EngineInfo } from './engine-protocol.js';
-import { engineFor, stopEnginesExcept } from './engine-supervisor.js';
+import { engineFor, localEngineStatus, stopEnginesExcept } from './engine-supervisor.js';
 import { engineStartConfig, isModelUri } from './local-settings.js';
 
 /** Parameters a local engine honours (see engine-request.ts), listed on `OP_LOCAL_MODEL` endpoints. */
@@ -39,17 +39,26 @@ const positiveInt = (env: NodeJS.ProcessEnv, name: string): number | undefined =
   return n;
 };
 
+/** The provider id of the `OP_LOCAL_MODEL` engine. */
+const ENV_PROVIDER = 'local';
+
 /**
  * The config that `OP_LOCAL_MODEL=<path or hf: URI>` stands for when there is no config file:
  * one `local` provider and one model `local/<name>` served by it. Optional knobs:
  * `OP_LOCAL_CONTEXT_SIZE` (default 4096), `OP_LOCAL_PARALLEL` (2), `OP_LOCAL_THREADS` (engine
  * default), `OP_LOCAL_GPU_LAYERS` (0), `OP_LOCAL_CACHE_DIR` (./data/models).
+ *
+ * The model's `context_length` is the context the engine really runs, in tokens, once its
+ * engine has loaded the model (the engine caps `OP_LOCAL_CONTEXT_SIZE` at the model's trained
+ * context); before that, `OP_LOCAL_CONTEXT_SIZE`.
  * Returns the raw config object (validate it with `parseConfig`), or null when unset.
  */
 export function localModelConfig(env: NodeJS.ProcessEnv = process.env): Record<string, unknown> | null {
   const source = env.OP_LOCAL_MODEL?.trim();
   if (!source) return null;
   const contextSize = positiveInt(env, 'OP_LOCAL_CONTEXT_SIZE') ?? 4096;
+  const upstreamModel = isModelUri(source) ? source : path.resolve(source);
+  const running = localEngineStatus().find((s) => s.providerId === ENV_PROVIDER && s.source === upstreamModel && s.state === 'ready');
   const local: Record<string, unknown> = { context_size: contextSize };
   const parallel = positiveInt(env, 'OP_LOCAL_PARALLEL');
   if (parallel !== undefined) local.parallel_sequences = parallel;
@@ -60,17 +69,19 @@ export function localModelConfig(env: NodeJS.ProcessEnv = process.env): Record<s
   if (env.OP_LOCAL_CACHE_DIR) local.cache_dir = env.OP_LOCAL_CACHE_DIR;
   const name = localModelName(source);
   return {
-    providers: [{ id: 'local', kind: 'local', local }],
+    providers: [{ id: ENV_PROVIDER, kind: 'local', local }],
     models: [
       {
         id: `local/${name}`,
         name: `${name} (local)`,
-        context_length: contextSize,
+        // Only the catalog follows the engine: `local.context_size` stays what was asked for
+        // (the engine's settings, unchanged, keep the same engine).
+        context_length: running?.info?.contextSize ?? contextSize,
         architecture: { tokenizer: 'llama.cpp' },
         endpoints: [
           {
-            provider: 'local',
-            upstream_model: isModelUri(source) ? source : path.resolve(source),
+            provider: ENV_PROVIDER,
+            upstream_model: upstreamModel,
             supports_text_completions: true,
             supported_parameters: [...LOCAL_SUPPORTED_PARAMETERS],
           },
@@ -90,6 +101,19 @@ export function withLocalModel(loaded: LoadedConfig, env: NodeJS.ProcessEnv = pr
   const raw = localModelConfig(env);
   if (!raw) return loaded;
   return { config: parseConfig(raw, 'OP_LOCAL_MODEL', env), source: null };
+}
+
+/**
+ * With `OP_LOCAL_MODEL` (no config file): once its engine is ready, the config whose catalog
+ * shows the context the engine really runs, when that differs from `loaded`'s; else null.
+ * Pass the result to the gateway's `reload`.
+ */
+export function withEngineContext(loaded: LoadedConfig, env: NodeJS.ProcessEnv = process.env): LoadedConfig | null {
+  if (loaded.source !== null) return null;
+  const next = withLocalModel(loaded, env);
+  const before = loaded.config.models[0]?.context_length;
+  const after = next.config.models[0]?.context_length;
+  return after !== undefined && after !== before ? next : null;
 }
 
 /**
