@@ -159,6 +159,10 @@ export const serverSchema = z
     drain_timeout_ms: z.number().int().min(0).default(30_000),
     /** Deepest JSON nesting accepted in a request body. */
     max_json_depth: z.number().int().min(8).max(1000).default(64),
+    /** Largest non-streaming upstream response body read, in bytes; a larger one is `upstream_invalid_response`. */
+    upstream_max_response_bytes: z.number().int().min(1024).max(1024 * 1024 * 1024).default(32 * 1024 * 1024),
+    /** Largest single upstream stream event (or line), in bytes; a larger one is `upstream_invalid_response`. */
+    upstream_max_event_bytes: z.number().int().min(1024).max(1024 * 1024 * 1024).default(8 * 1024 * 1024),
   })
   .strict();
 

@@ -7,6 +7,7 @@ import { transportErrorToGatewayError } from '../providers/upstream-errors.js';
 import type { ChatResult, ProviderAdapter, ResolvedEndpoint, StreamPart, UpstreamCall, UpstreamOperation } from '../providers/types.js';
 import { chatChunkEncoder, completionChunkEncoder, type ChunkEncoder } from '../relay/chunk-encoders.js';
 import { sseEvents } from '../relay/sse-events.js';
+import { readUpstreamBody } from '../relay/read-upstream-body.js';
 import { sendUpstream } from '../relay/upstream-client.js';
 import { usageToJson } from '../relay/usage-json.js';
 import { planRoute, type PlannedEndpoint } from '../routing/plan.js';
@@ -357,7 +358,7 @@ async function completeAttempt(
     if (res.statusCode >= 300) {
       throw adapter.parseErrorResponse(res.statusCode, res.headers, await readCapped(res.body, MAX_ERROR_BODY));
     }
-    const text = await res.body.text();
+    const text = await readUpstreamBody(res.body, res.headers, rt.config.server.upstream_max_response_bytes, target.provider.id);
     let json: unknown;
     try {
       json = JSON.parse(text);
@@ -438,11 +439,11 @@ async function streamAttempt(
     const contentType = String(res.headers['content-type'] ?? '');
     if (contentType.includes('application/json')) {
       // Asked for a stream, got one JSON body: an error, or a server that ignores `stream`.
-      const json = JSON.parse(await res.body.text()) as unknown;
+      const json = JSON.parse(await readUpstreamBody(res.body, res.headers, rt.config.server.upstream_max_response_bytes, target.provider.id)) as unknown;
       for (const part of OutputAccumulator.resultToParts(adapter.parseResult(json, operation))) await emit(part);
     } else {
       const transform = adapter.createStreamTransform(operation);
-      for await (const event of sseEvents(res.body)) {
+      for await (const event of sseEvents(res.body, rt.config.server.upstream_max_event_bytes, target.provider.id)) {
         for (const part of transform.push(event)) await emit(part);
         if (state.clientGone.signal.aborted) break;
       }
