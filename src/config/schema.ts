@@ -159,12 +159,22 @@ export const serverSchema = z
     drain_timeout_ms: z.number().int().min(0).default(30_000),
     /** Deepest JSON nesting accepted in a request body. */
     max_json_depth: z.number().int().min(8).max(1000).default(64),
+    /** Longest time a client may take to send a request's head (line and headers), in ms (0 = no limit). */
+    headers_timeout_ms: z.number().int().min(0).default(15_000),
+    /** Longest time a client may take to send a whole request, head and body, in ms (0 = no limit). Answered with a bare 408. */
+    request_timeout_ms: z.number().int().min(0).default(120_000),
+    /** Longest silence while a request body is being received, in ms (0 = none); answered with 408 `request_timeout`. */
+    body_idle_timeout_ms: z.number().int().min(0).default(10_000),
     /** Largest non-streaming upstream response body read, in bytes; a larger one is `upstream_invalid_response`. */
     upstream_max_response_bytes: z.number().int().min(1024).max(1024 * 1024 * 1024).default(32 * 1024 * 1024),
     /** Largest single upstream stream event (or line), in bytes; a larger one is `upstream_invalid_response`. */
     upstream_max_event_bytes: z.number().int().min(1024).max(1024 * 1024 * 1024).default(8 * 1024 * 1024),
   })
-  .strict();
+  .strict()
+  .refine((s) => s.request_timeout_ms === 0 || s.headers_timeout_ms === 0 || s.headers_timeout_ms <= s.request_timeout_ms, {
+    message: 'headers_timeout_ms must not be longer than request_timeout_ms',
+    path: ['headers_timeout_ms'],
+  });
 
 /** Routing, failover and health settings. */
 export const routingSchema = z

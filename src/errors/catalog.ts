@@ -58,6 +58,10 @@ export const ERROR_CATALOG = define({
     status: 413, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
     description: 'The request body is larger than `server.body_limit_bytes` allows.',
   },
+  request_timeout: {
+    status: 408, kind: 'retryable', scope: 'request', type: 'invalid_request_error',
+    description: 'The client stopped sending its request body for longer than `server.body_idle_timeout_ms`; the connection is closed. (A head slower than `server.headers_timeout_ms` or a whole request slower than `server.request_timeout_ms` gets a bare 408 from the HTTP server.)',
+  },
   unsupported_parameter: {
     status: 400, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
     description: 'A parameter has no meaning on this route (for example `suffix` sent to a chat-only endpoint); `param` names it.',

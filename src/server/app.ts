@@ -25,6 +25,7 @@ import { sql } from 'kysely';
 import { GatewayMetrics } from './metrics.js';
 import { startRetentionPurge } from '../store/retention-purge.js';
 import { sendError } from './send-error.js';
+import { clientTimeoutOptions, installClientLimits, sendBodyTooLarge } from './client-limits.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -100,6 +101,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   const app = Fastify({
     logger: options.logger ?? false,
     bodyLimit: config.server.body_limit_bytes,
+    ...clientTimeoutOptions(config.server),
     genReqId: () => newRequestId(),
     requestIdHeader: false,
     // One log line per request comes from our own hooks (and one per generation), not Fastify's two.
@@ -148,6 +150,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   });
 
   app.decorateRequest('apiKey', null as unknown as ApiKey);
+  installClientLimits(app, () => runtime.config.server);
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
     if (req.url.startsWith('/v1/')) req.apiKey = await keys.authenticate(req);
@@ -159,6 +162,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   app.setErrorHandler((err, req, reply) => {
     const gerr = fromFastifyError(err);
     if (gerr.code === 'internal_error') req.log.error({ err }, 'internal error');
+    if (gerr.code === 'body_too_large') return sendBodyTooLarge(req, reply, gerr);
     sendError(reply, gerr, req.id);
   });
   app.setNotFoundHandler((req, reply) => {
