@@ -201,10 +201,21 @@ export const routingSchema = z
   })
   .strict();
 
+/** The Redis connection (`OP_REDIS_URL`): timeouts in ms. Read at start. */
+export const redisSchema = z
+  .object({
+    /** Longest wait for one command; past it keys with limits get 503 `limits_unavailable` at once until Redis answers again. */
+    command_timeout_ms: z.number().int().min(1).max(60_000).default(1000),
+    /** Longest wait for the connection at start (and per reconnection attempt). */
+    connect_timeout_ms: z.number().int().min(1).max(600_000).default(10_000),
+  })
+  .strict();
+
 export const configSchema = z
   .object({
     server: serverSchema.default({}),
     routing: routingSchema.default({}),
+    redis: redisSchema.default({}),
     /** Default data retention: `none` stores no prompt/completion text, a number keeps it that many days. */
     retention: retention.default('none'),
     providers: z.array(providerSchema).default([]),

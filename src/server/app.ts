@@ -21,6 +21,7 @@ import { registerKeyRoutes } from './routes/keys.js';
 import { registerDashboard } from './routes/dashboard.js';
 import { MemoryLimitStore } from '../limits/memory-limit-store.js';
 import { RedisLimitStore } from '../limits/redis-limit-store.js';
+import { RedisConnection } from '../redis/redis-connection.js';
 import { sql } from 'kysely';
 import { GatewayMetrics } from './metrics.js';
 import { startRetentionPurge } from '../store/retention-purge.js';
@@ -113,6 +114,9 @@ export function buildGateway(options: GatewayOptions): Gateway {
       sendError(reply, new GatewayError('invalid_request', `bad request: ${err.message}`), String(req.id ?? newRequestId()));
     },
   });
+  // The one Redis connection, waited for before the server listens (onReady runs before listen).
+  const redis = options.redisUrl ? new RedisConnection(options.redisUrl, { commandTimeoutMs: config.redis.command_timeout_ms, connectTimeoutMs: config.redis.connect_timeout_ms }, app.log) : undefined;
+  if (redis) app.addHook('onReady', () => redis.waitUntilReady());
   const runtime: GatewayRuntime = {
     config,
     catalog: buildCatalog(config),
@@ -123,7 +127,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
     health: new HealthRegistry(healthSettings(config)),
     random: options.random ?? Math.random,
     inFlight: 0,
-    limits: options.redisUrl ? new RedisLimitStore(options.redisUrl) : new MemoryLimitStore(),
+    redis,
+    limits: redis ? new RedisLimitStore(redis) : new MemoryLimitStore(),
     metrics: new GatewayMetrics(),
     shutdown: new AbortController(),
     async loadSpent(keyId, periodStart) {
@@ -216,6 +221,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
       await runtime.writer.flush();
       await runtime.pools.close();
       await runtime.limits.close();
+      await redis?.close();
     },
   };
 }
