@@ -18,6 +18,8 @@ export const timeoutsSchema = z
     idle_ms: z.number().int().min(0).default(60_000),
     /** Whole non-streaming call. Never applied to a stream that keeps sending. */
     total_ms: z.number().int().min(0).default(600_000),
+    /** Longest wait for a free local connection slot (all `max_connections` busy), counted apart from `first_token_ms`; then `connection_pool_exhausted`. */
+    pool_wait_ms: z.number().int().min(0).default(10_000),
   })
   .strict();
 
@@ -75,8 +77,8 @@ export const providerSchema = z
     headers: z.record(z.string(), z.string()).default({}),
     data_policy: dataPolicySchema.default({}),
     timeouts: timeoutsSchema.default({}),
-    /** Most connections kept open to this provider. */
-    max_connections: z.number().int().min(1).max(10_000).default(256),
+    /** Most calls (and connections) open to this provider at once; a stream holds one for its whole life. */
+    max_connections: z.number().int().min(1).max(100_000).default(4096),
     image_fetch: imageFetchSchema.default({}),
     /** Kind `local` only: the llama.cpp engine's settings. */
     local: localEngineSchema.optional(),

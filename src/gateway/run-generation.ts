@@ -61,6 +61,8 @@ interface RunState {
   outputStarted: boolean;
   readonly clientGone: AbortController;
   keepAlive: NodeJS.Timeout | undefined;
+  /** Time the current attempt waited for a local connection slot, in ms (not the upstream's time). */
+  poolWaitMs: number;
 }
 
 const reasoningExhausted = () =>
@@ -101,7 +103,7 @@ function stopKeepAlive(state: RunState): void {
 export async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, reply: FastifyReply, credit?: CreditLimit): Promise<void> {
   const chat = input.api === 'chat' ? input.request : input.chat;
   const stream = input.request.stream === true;
-  const state: RunState = { headersSent: false, outputStarted: false, clientGone: new AbortController(), keepAlive: undefined };
+  const state: RunState = { headersSent: false, outputStarted: false, clientGone: new AbortController(), keepAlive: undefined, poolWaitMs: 0 };
   const onClose = () => {
     if (!reply.raw.writableFinished) state.clientGone.abort();
   };
@@ -182,8 +184,8 @@ export async function runGeneration(rt: GatewayRuntime, input: GenerationInput, 
         } else {
           // Time to first token and throughput mean something only for streams.
           rt.health.recordSuccess(target.id, {
-            latencyMs: latency,
-            ttftMs: stream && draft.ttftMs !== null ? draft.ttftMs - Math.round(started - draft.startedAt) : null,
+            latencyMs: latency - state.poolWaitMs,
+            ttftMs: stream && draft.ttftMs !== null ? draft.ttftMs - Math.round(started - draft.startedAt) - state.poolWaitMs : null,
             outputTokens: stream ? (draft.usage?.completionTokens ?? null) : null,
           });
         }
@@ -350,6 +352,9 @@ async function completeAttempt(
   rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, reply: FastifyReply, state: RunState,
   target: ResolvedEndpoint, adapter: ProviderAdapter, call: UpstreamCall, operation: UpstreamOperation, prompt: PromptSize,
 ): Promise<number> {
+  // A local connection slot first: waiting for it is not the upstream's time.
+  const slot = await rt.pools.acquire(target.provider, target.timeouts.pool_wait_ms, AbortSignal.any([state.clientGone.signal, rt.shutdown.signal]));
+  state.poolWaitMs = slot.waitedMs;
   const total = new AbortController();
   let timedOut = false;
   const timer = target.timeouts.total_ms > 0 ? setTimeout(() => { timedOut = true; total.abort(); }, target.timeouts.total_ms) : undefined;
@@ -384,6 +389,7 @@ async function completeAttempt(
     throw transportErrorToGatewayError(err, target.provider.id);
   } finally {
     clearTimeout(timer);
+    slot.release();
   }
 }
 
@@ -395,6 +401,9 @@ async function streamAttempt(
   rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, reply: FastifyReply, state: RunState,
   target: ResolvedEndpoint, adapter: ProviderAdapter, call: UpstreamCall, operation: UpstreamOperation, prompt: PromptSize,
 ): Promise<number> {
+  // A local connection slot first: waiting for it is not counted in the first-token time.
+  const slot = await rt.pools.acquire(target.provider, target.timeouts.pool_wait_ms, AbortSignal.any([state.clientGone.signal, rt.shutdown.signal]));
+  state.poolWaitMs = slot.waitedMs;
   const attempt = new AbortController();
   let firstTokenTimedOut = false;
   const ftMs = target.timeouts.first_token_ms;
@@ -488,5 +497,6 @@ async function streamAttempt(
     return status;
   } finally {
     clearTimeout(firstTokenTimer);
+    slot.release();
   }
 }
