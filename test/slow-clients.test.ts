@@ -91,20 +91,31 @@ test('client timeouts, 401 close and readable 413s', async (t) => {
       assert.match(c.received(), /^HTTP\/1\.1 408 /);
     });
 
-    await t.test('hundreds of trickling sockets leave /health reachable and are all closed', async () => {
-      const clients = await Promise.all(Array.from({ length: 300 }, async (_, i) => {
+    await t.test('1,100 trickling sockets leave /health reachable and are all closed', async () => {
+      // Two thirds without a key (401 and closed at once), one third with a key (cut by the
+      // body idle timeout: one byte every 400 ms against 300 ms).
+      const clients = await Promise.all(Array.from({ length: 1100 }, async (_, i) => {
         const c = await connect(gw);
         c.socket.write(head(i % 3 === 0 ? gw.adminKey : null, 1_000_000));
-        trickle(c, 100);
+        trickle(c, 400);
         return c;
       }));
+      await new Promise((r) => setTimeout(r, 500)); // the burst of 1,100 request heads is handled
       const t0 = performance.now();
       const health = await fetch(`${gw.origin}/health`);
+      const healthMs = performance.now() - t0;
+      t.diagnostic(`/health answered in ${healthMs.toFixed(0)} ms with 1,100 trickling sockets`);
       assert.equal(health.status, 200);
-      assert.ok(performance.now() - t0 < 1000);
+      assert.ok(healthMs < 2000, `/health took ${healthMs.toFixed(0)} ms`);
       await withTimeout(Promise.all(clients.map((c) => c.closed)), 5000, 'trickling sockets');
-      const open = await new Promise<number>((r, rej) => gw.gateway.app.server.getConnections((e, n) => (e ? rej(e) : r(n))));
-      assert.ok(open <= 1, `${open} connections still open`);
+      // The server's side of a connection may close a moment after the client's.
+      const openConnections = () => new Promise<number>((r, rej) => gw.gateway.app.server.getConnections((e, n) => (e ? rej(e) : r(n))));
+      let open = await openConnections();
+      for (let i = 0; i < 20 && open > 1; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        open = await openConnections();
+      }
+      assert.ok(open <= 1, `${open} connections still open`); // the keep-alive /health one
     });
 
     await t.test('a 413 comes after the body was read, so a client still sending sees no reset', async () => {
