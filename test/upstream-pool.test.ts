@@ -43,6 +43,9 @@ test('waiting for a pool slot does not count as first-token time', async () => {
     assert.match(tb, /"content":"c"/);
     assert.match(tb, /"finish_reason":"stop"/);
     assert.doesNotMatch(tb, /upstream_timeout/);
+    // The wait is measured on its own, for operators.
+    const metrics = await (await fetch(`${gw.origin}/metrics`)).text();
+    assert.match(metrics, /^opinference_upstream_pool_wait_seconds_count\{provider="up"\} 1$/m);
   } finally {
     await gw.close();
     await upstream.close();

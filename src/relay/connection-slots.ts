@@ -6,6 +6,8 @@ export type ReleaseSlot = () => void;
 /** A granted slot and how long it was waited for, in ms. */
 export interface Slot {
   release: ReleaseSlot;
+  /** Whether every slot was busy when asked (the call queued). */
+  waited: boolean;
   waitedMs: number;
 }
 
@@ -37,9 +39,10 @@ export class ConnectionSlots {
    */
   acquire(providerId: string, waitMs: number, signal: AbortSignal): Promise<Slot> {
     const started = performance.now();
-    const slot = (): Slot => {
+    const slot = (waited: boolean): Slot => {
       let held = true;
       return {
+        waited,
         waitedMs: Math.round(performance.now() - started),
         release: () => {
           if (!held) return;
@@ -50,14 +53,14 @@ export class ConnectionSlots {
     };
     if (this.inUse < this.max && this.waiting.length === 0) {
       this.inUse++;
-      return Promise.resolve(slot());
+      return Promise.resolve(slot(false));
     }
     if (signal.aborted) return Promise.reject(new GatewayError('client_closed_request', 'the client closed the connection'));
     return new Promise<Slot>((resolve, reject) => {
       const waiter: Waiter = {
         grant: () => {
           cleanup();
-          resolve(slot());
+          resolve(slot(true));
         },
       };
       const leave = (err: GatewayError) => {

@@ -13,6 +13,9 @@ export class UpstreamPools {
   private readonly agents = new Map<string, Agent>();
   private readonly slots = new Map<string, ConnectionSlots>();
 
+  /** @param onWait called with each call that had to wait for a slot (provider id, ms waited). */
+  constructor(private readonly onWait: (providerId: string, waitedMs: number) => void = () => {}) {}
+
   /**
    * Take one of the provider's connection slots (release it when the call is over).
    * @throws GatewayError `connection_pool_exhausted` after `timeouts.pool_wait_ms` of waiting.
@@ -23,7 +26,10 @@ export class UpstreamPools {
       slots = new ConnectionSlots(provider.max_connections);
       this.slots.set(provider.id, slots);
     }
-    return slots.acquire(provider.id, waitMs, signal);
+    return slots.acquire(provider.id, waitMs, signal).then((slot) => {
+      if (slot.waited) this.onWait(provider.id, slot.waitedMs);
+      return slot;
+    });
   }
 
   /** The agent for a provider (created on first use). */

@@ -117,10 +117,11 @@ export function buildGateway(options: GatewayOptions): Gateway {
   // The one Redis connection, waited for before the server listens (onReady runs before listen).
   const redis = options.redisUrl ? new RedisConnection(options.redisUrl, { commandTimeoutMs: config.redis.command_timeout_ms, connectTimeoutMs: config.redis.connect_timeout_ms }, app.log) : undefined;
   if (redis) app.addHook('onReady', () => redis.waitUntilReady());
+  const observePoolWait = (provider: string, ms: number) => runtime.metrics.poolWait.observe({ provider }, ms / 1000);
   const runtime: GatewayRuntime = {
     config,
     catalog: buildCatalog(config),
-    pools: new UpstreamPools(),
+    pools: new UpstreamPools(observePoolWait),
     writer: new GenerationWriter(db, app.log),
     log: app.log,
     adapters: new Map(),
@@ -212,7 +213,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
       runtime.health.settings = healthSettings(config);
       // New pools pick up changed providers; the old ones close once their calls finish.
       const oldPools = runtime.pools;
-      runtime.pools = new UpstreamPools();
+      runtime.pools = new UpstreamPools(observePoolWait);
       void oldPools.close();
     },
     async close() {
