@@ -75,3 +75,24 @@ test('a pool that stays full is connection_pool_exhausted, not a provider failur
     await upstream.close();
   }
 });
+
+test('connection slots: first come first served, an abandoned wait gives its turn away', async () => {
+  const { ConnectionSlots } = await import('../src/relay/connection-slots.js');
+  const waits: number[] = [];
+  const slots = new ConnectionSlots(1, (ms) => waits.push(ms));
+  const first = await slots.acquire('p', 0, []);
+  const gone = new AbortController();
+  const order: string[] = [];
+  const abandoned = slots.acquire('p', 0, [gone.signal]).then(() => order.push('abandoned'), (e: Error & { code?: string }) => order.push(`abandoned: ${e.code}`));
+  const second = slots.acquire('p', 0, []).then((s) => { order.push('second'); return s; });
+  gone.abort();
+  await abandoned;
+  first.release();
+  first.release(); // idempotent: frees one slot only
+  const s2 = await second;
+  assert.deepEqual(order, ['abandoned: client_closed_request', 'second']);
+  assert.equal(slots.busy, 1);
+  assert.equal(waits.length, 1);
+  s2.release();
+  assert.equal(slots.busy, 0);
+});

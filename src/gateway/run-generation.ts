@@ -353,7 +353,7 @@ async function completeAttempt(
   target: ResolvedEndpoint, adapter: ProviderAdapter, call: UpstreamCall, operation: UpstreamOperation, prompt: PromptSize,
 ): Promise<number> {
   // A local connection slot first: waiting for it is not the upstream's time.
-  const slot = await rt.pools.acquire(target.provider, target.timeouts.pool_wait_ms, AbortSignal.any([state.clientGone.signal, rt.shutdown.signal]));
+  const slot = await rt.pools.acquire(target.provider, target.timeouts.pool_wait_ms, [state.clientGone.signal, rt.shutdown.signal]);
   state.poolWaitMs = slot.waitedMs;
   const total = new AbortController();
   let timedOut = false;
@@ -402,7 +402,7 @@ async function streamAttempt(
   target: ResolvedEndpoint, adapter: ProviderAdapter, call: UpstreamCall, operation: UpstreamOperation, prompt: PromptSize,
 ): Promise<number> {
   // A local connection slot first: waiting for it is not counted in the first-token time.
-  const slot = await rt.pools.acquire(target.provider, target.timeouts.pool_wait_ms, AbortSignal.any([state.clientGone.signal, rt.shutdown.signal]));
+  const slot = await rt.pools.acquire(target.provider, target.timeouts.pool_wait_ms, [state.clientGone.signal, rt.shutdown.signal]);
   state.poolWaitMs = slot.waitedMs;
   const attempt = new AbortController();
   let firstTokenTimedOut = false;

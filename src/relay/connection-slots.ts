@@ -25,7 +25,8 @@ export class ConnectionSlots {
   private inUse = 0;
   private readonly waiting: Waiter[] = [];
 
-  constructor(readonly max: number) {}
+  /** @param onWait called for each call that had to wait, with the ms it waited. */
+  constructor(readonly max: number, private readonly onWait: (waitedMs: number) => void = () => {}) {}
 
   /** Calls holding a slot now. */
   get busy(): number {
@@ -34,10 +35,12 @@ export class ConnectionSlots {
 
   /**
    * Take a slot, waiting at most `waitMs` (0 = no bound) for one to free up.
+   * `signals` (the client going away, shutdown) end a wait; they are only listened to when
+   * the call has to wait.
    * @throws GatewayError `connection_pool_exhausted` (retryable, scope gateway) when the wait
-   *   runs out; `client_closed_request` when `signal` aborts first.
+   *   runs out; `client_closed_request` when one of `signals` aborts first.
    */
-  acquire(providerId: string, waitMs: number, signal: AbortSignal): Promise<Slot> {
+  acquire(providerId: string, waitMs: number, signals: readonly AbortSignal[]): Promise<Slot> {
     const started = performance.now();
     const slot = (waited: boolean): Slot => {
       let held = true;
@@ -55,12 +58,14 @@ export class ConnectionSlots {
       this.inUse++;
       return Promise.resolve(slot(false));
     }
-    if (signal.aborted) return Promise.reject(new GatewayError('client_closed_request', 'the client closed the connection'));
+    if (signals.some((s) => s.aborted)) return Promise.reject(new GatewayError('client_closed_request', 'the client closed the connection'));
     return new Promise<Slot>((resolve, reject) => {
       const waiter: Waiter = {
         grant: () => {
           cleanup();
-          resolve(slot(true));
+          const granted = slot(true);
+          this.onWait(granted.waitedMs);
+          resolve(granted);
         },
       };
       const leave = (err: GatewayError) => {
@@ -78,9 +83,9 @@ export class ConnectionSlots {
       const onAbort = () => leave(new GatewayError('client_closed_request', 'the client closed the connection'));
       const cleanup = () => {
         clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
+        for (const s of signals) s.removeEventListener('abort', onAbort);
       };
-      signal.addEventListener('abort', onAbort, { once: true });
+      for (const s of signals) s.addEventListener('abort', onAbort, { once: true });
       this.waiting.push(waiter);
     });
   }

@@ -20,16 +20,13 @@ export class UpstreamPools {
    * Take one of the provider's connection slots (release it when the call is over).
    * @throws GatewayError `connection_pool_exhausted` after `timeouts.pool_wait_ms` of waiting.
    */
-  acquire(provider: ProviderConfig, waitMs: number, signal: AbortSignal): Promise<Slot> {
+  acquire(provider: ProviderConfig, waitMs: number, signals: readonly AbortSignal[]): Promise<Slot> {
     let slots = this.slots.get(provider.id);
     if (!slots) {
-      slots = new ConnectionSlots(provider.max_connections);
+      slots = new ConnectionSlots(provider.max_connections, (ms) => this.onWait(provider.id, ms));
       this.slots.set(provider.id, slots);
     }
-    return slots.acquire(provider.id, waitMs, signal).then((slot) => {
-      if (slot.waited) this.onWait(provider.id, slot.waitedMs);
-      return slot;
-    });
+    return slots.acquire(provider.id, waitMs, signals);
   }
 
   /** The agent for a provider (created on first use). */
