@@ -53,10 +53,11 @@ function rawResponse(status: number, reason: string, err: GatewayError, requestI
  *   reading the rest of a body nobody will use.
  */
 export function installClientLimits(app: FastifyInstance, server: () => Readonly<ServerConfig>): void {
-  app.addHook('onRequest', async (req, reply) => {
+  // Callback-style hooks: no promise per request on the hot path.
+  app.addHook('onRequest', (req, reply, next) => {
     const idleMs = server().body_idle_timeout_ms;
     const raw = req.raw;
-    if (idleMs <= 0 || !bodyPending(raw)) return;
+    if (idleMs <= 0 || !bodyPending(raw)) return next();
     const socket = raw.socket;
     const onIdle = () => {
       const err = new GatewayError('request_timeout', `the request body went silent for more than ${idleMs} ms (server.body_idle_timeout_ms)`);
@@ -76,9 +77,11 @@ export function installClientLimits(app: FastifyInstance, server: () => Readonly
     };
     raw.once('end', done);
     raw.once('close', done);
+    next();
   });
-  app.addHook('onSend', async (req, reply) => {
+  app.addHook('onSend', (req, reply, payload, next) => {
     if (reply.statusCode === 401 && bodyPending(req.raw)) reply.header('connection', 'close');
+    next(null, payload);
   });
 }
 
