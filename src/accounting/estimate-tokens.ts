@@ -3,6 +3,33 @@ import type { ChatMessage, ContentPart } from '../core/chat-types.js';
 
 /** Longest slice handed to the tokenizer at once, in characters. */
 const SLICE = 1024;
+/** How far back from a slice's end a space is looked for, in characters. */
+const SPACE_WINDOW = SLICE / 2;
+
+/**
+ * Characters of one prompt the tokenizer reads exactly (128 Ki, ~40 ms of tokenizer time in the
+ * worst case). Beyond it, texts are estimated from evenly spaced sample slices (see
+ * {@link TokenEstimator}), so a 10 MB prompt costs the loop as much as a 128 KB one.
+ */
+export const EXACT_TOKENIZE_BUDGET = 128 * 1024;
+
+/** Where the slice starting at `start` ends: at most {@link SLICE} long, at a near space, never inside a surrogate pair. */
+function sliceEnd(text: string, start: number): number {
+  let end = Math.min(text.length, start + SLICE);
+  if (end < text.length) {
+    // Bounded backwards scan: never past the window (an unbounded lastIndexOf on a text without
+    // spaces rescans it to the start on every slice, quadratic in the text's length).
+    for (let i = end - 1; i > end - SPACE_WINDOW; i--) {
+      if (text.charCodeAt(i) === 32) {
+        end = i;
+        break;
+      }
+    }
+    const code = text.charCodeAt(end - 1);
+    if (code >= 0xd800 && code <= 0xdbff) end--;
+  }
+  return end;
+}
 
 /**
  * Tokens of a text with the o200k tokenizer: an estimate for non-OpenAI models. The tokenizer's
@@ -15,18 +42,59 @@ export function estimateTextTokens(text: string): number {
   if (text.length <= SLICE) return countTokens(text);
   let total = 0;
   for (let start = 0; start < text.length; ) {
-    let end = Math.min(text.length, start + SLICE);
-    if (end < text.length) {
-      const space = text.lastIndexOf(' ', end);
-      if (space > start + SLICE / 2) end = space;
-      // Never split a UTF-16 surrogate pair.
-      const code = text.charCodeAt(end - 1);
-      if (code >= 0xd800 && code <= 0xdbff) end--;
-    }
+    const end = sliceEnd(text, start);
     total += countTokens(text.slice(start, end));
     start = end;
   }
   return total;
+}
+
+/**
+ * Token estimates with a bounded cost: texts are counted exactly (slice-wise) until
+ * `budget` characters were tokenized; a text that does not fit the rest of the budget is
+ * estimated from evenly spaced sample slices covering what is left of the budget; once the
+ * budget is spent, texts are counted at the tokens-per-character rate seen so far. Linear in
+ * the prompt's length with a tokenizer time bounded by the budget, exact for prompts under it.
+ */
+export class TokenEstimator {
+  private countedChars = 0;
+  private countedTokens = 0;
+
+  /** @param budget characters the tokenizer may read in total. */
+  constructor(private budget = EXACT_TOKENIZE_BUDGET) {}
+
+  /** Estimated tokens of one text. */
+  measure = (text: string): number => {
+    if (text === '') return 0;
+    if (text.length <= this.budget) {
+      const tokens = estimateTextTokens(text);
+      this.note(text.length, tokens);
+      return tokens;
+    }
+    if (this.budget >= 4 * SLICE) {
+      const samples = Math.floor(this.budget / SLICE);
+      const stride = Math.floor(text.length / samples);
+      let chars = 0;
+      let tokens = 0;
+      for (let i = 0; i < samples; i++) {
+        const start = i * stride;
+        const end = sliceEnd(text, start);
+        chars += end - start;
+        tokens += countTokens(text.slice(start, end));
+      }
+      this.note(chars, tokens);
+      return Math.ceil((tokens * text.length) / Math.max(1, chars));
+    }
+    // Budget spent: the rate seen so far (a quarter token per character if none was seen).
+    const rate = this.countedChars > 0 ? this.countedTokens / this.countedChars : 0.25;
+    return Math.ceil(text.length * rate);
+  };
+
+  private note(chars: number, tokens: number): void {
+    this.budget = Math.max(0, this.budget - chars);
+    this.countedChars += chars;
+    this.countedTokens += tokens;
+  }
 }
 
 function partText(part: ContentPart): string {
@@ -71,10 +139,11 @@ function measurePrompt(messages: readonly ChatMessage[], tools: readonly unknown
 
 /**
  * Estimate the prompt tokens of a chat: message texts, tool calls and a per-message overhead.
- * Used for context-fit checks and when an upstream reports no usage.
+ * Used for context-fit checks and when an upstream reports no usage. Exact (o200k) up to
+ * {@link EXACT_TOKENIZE_BUDGET} characters of text, sampled beyond (bounded loop time).
  */
 export function estimatePromptTokens(messages: readonly ChatMessage[], tools?: readonly unknown[]): number {
-  return measurePrompt(messages, tools, estimateTextTokens);
+  return measurePrompt(messages, tools, new TokenEstimator().measure);
 }
 
 /**

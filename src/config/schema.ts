@@ -27,6 +27,8 @@ export const timeoutsSchema = z
     idle_ms: z.number().int().min(0).default(60_000),
     /** Whole non-streaming call. Never applied to a stream that keeps sending. */
     total_ms: z.number().int().min(0).default(600_000),
+    /** Longest wait for a free local connection slot (all `max_connections` busy), counted apart from `first_token_ms`; then `connection_pool_exhausted`. */
+    pool_wait_ms: z.number().int().min(0).default(10_000),
   })
   .strict();
 
@@ -88,8 +90,8 @@ export const providerSchema = z
     headers: z.record(headerName, headerValue).default({}),
     data_policy: dataPolicySchema.default({}),
     timeouts: timeoutsSchema.default({}),
-    /** Most connections kept open to this provider. */
-    max_connections: z.number().int().min(1).max(10_000).default(256),
+    /** Most calls (and connections) open to this provider at once; a stream holds one for its whole life. */
+    max_connections: z.number().int().min(1).max(100_000).default(4096),
     image_fetch: imageFetchSchema.default({}),
     /** Kind `local` only: the llama.cpp engine's settings. */
     local: localEngineSchema.optional(),
@@ -201,8 +203,22 @@ export const serverSchema = z
       })
       .strict()
       .optional(),
+    /** Longest time a client may take to send a request's head (line and headers), in ms (0 = no limit). */
+    headers_timeout_ms: z.number().int().min(0).default(15_000),
+    /** Longest time a client may take to send a whole request, head and body, in ms (0 = no limit). Answered with a bare 408. */
+    request_timeout_ms: z.number().int().min(0).default(120_000),
+    /** Longest silence while a request body is being received, in ms (0 = none); answered with 408 `request_timeout`. */
+    body_idle_timeout_ms: z.number().int().min(0).default(10_000),
+    /** Largest non-streaming upstream response body read, in bytes; a larger one is `upstream_invalid_response`. */
+    upstream_max_response_bytes: z.number().int().min(1024).max(1024 * 1024 * 1024).default(32 * 1024 * 1024),
+    /** Largest single upstream stream event (or line), in bytes; a larger one is `upstream_invalid_response`. */
+    upstream_max_event_bytes: z.number().int().min(1024).max(1024 * 1024 * 1024).default(8 * 1024 * 1024),
   })
-  .strict();
+  .strict()
+  .refine((s) => s.request_timeout_ms === 0 || s.headers_timeout_ms === 0 || s.headers_timeout_ms <= s.request_timeout_ms, {
+    message: 'headers_timeout_ms must not be longer than request_timeout_ms',
+    path: ['headers_timeout_ms'],
+  });
 
 /** Routing, failover and health settings. */
 export const routingSchema = z
@@ -229,10 +245,21 @@ export const routingSchema = z
   })
   .strict();
 
+/** The Redis connection (`OP_REDIS_URL`): timeouts in ms. Read at start. */
+export const redisSchema = z
+  .object({
+    /** Longest wait for one command; past it keys with limits get 503 `limits_unavailable` at once until Redis answers again. */
+    command_timeout_ms: z.number().int().min(1).max(60_000).default(1000),
+    /** Longest wait for the connection at start (and per reconnection attempt). */
+    connect_timeout_ms: z.number().int().min(1).max(600_000).default(10_000),
+  })
+  .strict();
+
 export const configSchema = z
   .object({
     server: serverSchema.default({}),
     routing: routingSchema.default({}),
+    redis: redisSchema.default({}),
     /** Default data retention: `none` stores no prompt/completion text, a number keeps it that many days. */
     retention: retention.default('none'),
     providers: z.array(providerSchema).default([]),

@@ -62,6 +62,10 @@ export const ERROR_CATALOG = define({
     status: 413, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
     description: 'The request body is larger than `server.body_limit_bytes` allows.',
   },
+  request_timeout: {
+    status: 408, kind: 'retryable', scope: 'request', type: 'invalid_request_error',
+    description: 'The client stopped sending its request body for longer than `server.body_idle_timeout_ms`; the connection is closed. (A head slower than `server.headers_timeout_ms` or a whole request slower than `server.request_timeout_ms` gets a bare 408 from the HTTP server.)',
+  },
   unsupported_parameter: {
     status: 400, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
     description: 'A parameter has no meaning on this route (for example `suffix` sent to a chat-only endpoint); `param` names it.',
@@ -169,6 +173,10 @@ export const ERROR_CATALOG = define({
   limits_unavailable: {
     status: 503, kind: 'retryable', scope: 'gateway', type: 'server_error',
     description: 'The shared limit store (Redis, `OP_REDIS_URL`) cannot be reached, so a key with limits cannot be checked; keys without limits keep working.',
+  },
+  connection_pool_exhausted: {
+    status: 503, kind: 'retryable', scope: 'gateway', type: 'server_error',
+    description: 'Every local connection slot to the provider (`max_connections`) stayed busy for `timeouts.pool_wait_ms`; the gateway tries the next endpoint first. Not counted against the provider\'s health. Raise `max_connections` if it happens under normal load.',
   },
   gateway_shutting_down: {
     status: 503, kind: 'retryable', scope: 'gateway', type: 'server_error',

@@ -1,5 +1,6 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { GatewayError } from '../errors/gateway-error.js';
+import type { RedisConnection } from '../redis/redis-connection.js';
 import { windowStart, type LimitStore, type RateResult, type ReserveResult } from './limit-store.js';
 
 /** Reservations live in 10-minute slots that expire after 30 minutes, so those of a replica that
@@ -13,31 +14,19 @@ const SLOT_TTL_S = 1800;
  * and checks after; an over-limit one is undone at once — concurrent requests may refuse each
  * other at the edge, but never let more through than the limit. Reservations are counted per
  * time slot (the current and the two before it), so a crashed replica's reservations expire.
+ *
+ * The connection belongs to {@link RedisConnection} (one per process, with command timeouts);
+ * while it is unavailable every call fails at once with `limits_unavailable`.
  */
 export class RedisLimitStore implements LimitStore {
   private readonly redis: Redis;
 
-  constructor(url: string, private readonly prefix = 'op:') {
-    this.redis = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000, lazyConnect: false });
-    // Connection errors surface on the calls that need Redis (as `limits_unavailable`); the
-    // client's own error events are only logged once per outage.
-    this.redis.on('error', (err: Error) => {
-      if (!this.down) process.stderr.write(`${JSON.stringify({ level: 50, time: Date.now(), msg: 'redis unavailable', err: err.message })}\n`);
-      this.down = true;
-    });
-    this.redis.on('ready', () => {
-      this.down = false;
-    });
+  constructor(private readonly connection: RedisConnection, private readonly prefix = 'op:') {
+    this.redis = connection.client;
   }
 
-  private down = false;
-
-  async ping(): Promise<boolean> {
-    try {
-      return (await this.redis.ping()) === 'PONG';
-    } catch {
-      return false;
-    }
+  ping(): Promise<boolean> {
+    return this.connection.ping();
   }
 
   private spentKey(keyId: string, period: number) {
@@ -111,11 +100,16 @@ export class RedisLimitStore implements LimitStore {
 
   /** Run a Redis operation; a connection failure becomes the catalog's `limits_unavailable`. */
   private async guard<T>(fn: () => Promise<T>): Promise<T> {
+    if (!this.connection.available) {
+      throw new GatewayError('limits_unavailable', 'the shared limit store (Redis) cannot be reached; retry shortly', { retryAfterSeconds: 1 });
+    }
     try {
       return await fn();
     } catch (err) {
       if (err instanceof GatewayError) throw err;
-      throw new GatewayError('limits_unavailable', 'the shared limit store (Redis) cannot be reached; retry shortly', { cause: err, retryAfterSeconds: 1 });
+      const timedOut = this.connection.noteFailure(err);
+      const why = timedOut ? 'does not answer (redis.command_timeout_ms)' : 'cannot be reached';
+      throw new GatewayError('limits_unavailable', `the shared limit store (Redis) ${why}; retry shortly`, { cause: err, retryAfterSeconds: 1 });
     }
   }
 
@@ -138,12 +132,6 @@ export class RedisLimitStore implements LimitStore {
     return this.guard(() => this.addTokensImpl(keyId, tokens, now));
   }
 
-  async close(): Promise<void> {
-    try {
-      if (this.redis.status === 'ready') await this.redis.quit();
-      else this.redis.disconnect();
-    } catch {
-      this.redis.disconnect();
-    }
-  }
+  /** Nothing to release: the connection is closed by its owner ({@link RedisConnection}). */
+  async close(): Promise<void> {}
 }

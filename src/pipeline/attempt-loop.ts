@@ -85,8 +85,8 @@ export async function runAttempts(
       } else {
         // Time to first token and throughput mean something only for streams.
         rt.health.recordSuccess(target.id, {
-          latencyMs: latency,
-          ttftMs: stream && draft.ttftMs !== null ? draft.ttftMs - Math.round(started - draft.startedAt) : null,
+          latencyMs: latency - state.poolWaitMs,
+          ttftMs: stream && draft.ttftMs !== null ? draft.ttftMs - Math.round(started - draft.startedAt) - state.poolWaitMs : null,
           outputTokens: stream ? (draft.usage?.completionTokens ?? null) : null,
         });
       }

@@ -18,6 +18,8 @@ export interface ResponseState {
   outputStarted: boolean;
   readonly clientGone: AbortController;
   keepAlive: NodeJS.Timeout | undefined;
+  /** Time the current attempt waited for a local connection slot, in ms (not the upstream's time). */
+  poolWaitMs: number;
 }
 
 const KEEP_ALIVE = ': keep-alive\n\n';

@@ -3,6 +3,7 @@ import type { Usage } from '../core/chat-types.js';
 import type { EmbeddingRequest } from '../core/embedding-types.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { EmbeddingIngress } from '../ingress/types.js';
+import { readUpstreamBody } from '../relay/read-upstream-body.js';
 import { sendUpstream } from '../relay/upstream-client.js';
 import { MAX_ERROR_BODY, nonStreamedFailure, readCapped, type Attempt } from './attempt.js';
 import { responseHeaders } from './client-response.js';
@@ -21,6 +22,8 @@ export async function embedAttempt(a: Attempt, ingress: EmbeddingIngress): Promi
   }
   const req = ingress.toEmbeddingRequest(input.request);
   const batchSize = target.endpoint.max_embedding_inputs;
+  const slot = await rt.pools.acquire(target.provider, target.timeouts.pool_wait_ms, [state.clientGone.signal, rt.shutdown.signal]);
+  state.poolWaitMs = slot.waitedMs;
   const total = new AbortController();
   let timedOut = false;
   const timer = target.timeouts.total_ms > 0 ? setTimeout(() => { timedOut = true; total.abort(); }, target.timeouts.total_ms) : undefined;
@@ -43,7 +46,7 @@ export async function embedAttempt(a: Attempt, ingress: EmbeddingIngress): Promi
       if (res.statusCode >= 300) throw adapter.parseErrorResponse(res.statusCode, res.headers, await readCapped(res.body, MAX_ERROR_BODY));
       let json: unknown;
       try {
-        json = JSON.parse(await res.body.text());
+        json = JSON.parse(await readUpstreamBody(res.body, res.headers, rt.config.server.upstream_max_response_bytes, target.provider.id));
       } catch {
         throw new GatewayError('upstream_invalid_response', `response body is not JSON`, { metadata: { provider_name: target.provider.id } });
       }
@@ -59,6 +62,7 @@ export async function embedAttempt(a: Attempt, ingress: EmbeddingIngress): Promi
     throw nonStreamedFailure(a, err, timedOut);
   } finally {
     clearTimeout(timer);
+    slot.release();
   }
   // A batch without usage makes the whole count an estimate (never a mix passed off as reported).
   const metered = reported && usage !== null ? usage : estimateUsage(req.input);

@@ -12,6 +12,7 @@ export class GatewayMetrics {
   readonly latency = new Histogram({ name: 'opinference_generation_duration_seconds', help: 'Whole generation duration.', labelNames: ['model', 'streamed'] as const, buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120], registers: [this.registry] });
   readonly ttft = new Histogram({ name: 'opinference_time_to_first_token_seconds', help: 'Time to first token of streamed generations.', labelNames: ['model'] as const, buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30], registers: [this.registry] });
   readonly attempts = new Counter({ name: 'opinference_upstream_attempts_total', help: 'Upstream attempts by endpoint and outcome code (ok or an error code).', labelNames: ['endpoint', 'code'] as const, registers: [this.registry] });
+  readonly poolWait = new Histogram({ name: 'opinference_upstream_pool_wait_seconds', help: 'Time upstream calls waited for a local connection slot (all max_connections busy), by provider; calls that found a free slot are not observed.', labelNames: ['provider'] as const, buckets: [0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30], registers: [this.registry] });
   readonly inFlight = new Gauge({ name: 'opinference_in_flight_generations', help: 'Generations being served now.', registers: [this.registry] });
 
   constructor() {

@@ -1,7 +1,7 @@
 import type { ReasoningDetail, ToolCall, Usage } from '../core/chat-types.js';
 import type { ChatResult } from '../core/chat-result.js';
 import type { StreamPart } from '../core/stream-part.js';
-import { estimateTextTokens } from '../accounting/estimate-tokens.js';
+import { TokenEstimator } from '../accounting/estimate-tokens.js';
 
 /**
  * Collects what a stream produced: text, reasoning, tool calls, the finish reason and usage.
@@ -70,6 +70,8 @@ export class OutputAccumulator {
     if (this.usage) return this.usage;
     const promptTokensEstimate = prompt.estimate();
     const args = this.toolCalls.map((t) => t.function.name + t.function.arguments).join('');
+    // One bounded budget for the whole output: a huge unreported completion stays cheap to size.
+    const estimateTextTokens = new TokenEstimator().measure;
     const reasoningTokens = estimateTextTokens(this.reasoning);
     return {
       promptTokens: promptTokensEstimate,

@@ -6,6 +6,7 @@ import type { UpstreamPools } from '../relay/upstream-client.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { HealthRegistry } from '../routing/endpoint-health.js';
 import type { LimitStore } from '../limits/limit-store.js';
+import type { RedisConnection } from '../redis/redis-connection.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { GenerationWriter } from '../store/generation-writer.js';
 
@@ -22,6 +23,8 @@ export interface GatewayRuntime {
   random: () => number;
   /** Streams and requests in flight (for drain logs). */
   inFlight: number;
+  /** The process's one Redis connection (`OP_REDIS_URL`), shared by every Redis-backed store; unset without Redis. */
+  redis: RedisConnection | undefined;
   /** Key credit and rate-limit state (in-process, or Redis). */
   limits: LimitStore;
   metrics: GatewayMetrics;

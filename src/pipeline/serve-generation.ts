@@ -66,7 +66,7 @@ function refuse(rt: GatewayRuntime, draft: GenerationDraft, ingress: IngressAdap
  */
 async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, sink: ClientSink, credit: CreditLimit | undefined): Promise<void> {
   const { chat } = input;
-  const state: ResponseState = { headersSent: false, outputStarted: false, clientGone: new AbortController(), keepAlive: undefined };
+  const state: ResponseState = { headersSent: false, outputStarted: false, clientGone: new AbortController(), keepAlive: undefined, poolWaitMs: 0 };
   const onClose = () => {
     if (!sink.finished) state.clientGone.abort();
   };

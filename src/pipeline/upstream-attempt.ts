@@ -4,6 +4,7 @@ import { GatewayError } from '../errors/gateway-error.js';
 import type { GenerationIngress, StreamEncoder } from '../ingress/types.js';
 import type { UpstreamCall } from '../providers/types.js';
 import { transportErrorToGatewayError } from '../providers/upstream-errors.js';
+import { readUpstreamBody } from '../relay/read-upstream-body.js';
 import { sseEvents } from '../relay/sse-events.js';
 import { sendUpstream } from '../relay/upstream-client.js';
 import { endStreamWithError, identityFor, responseHeaders, sendStreamHeaders, stopKeepAlive } from './client-response.js';
@@ -27,6 +28,9 @@ export const reasoningExhausted = () =>
 /** One non-streamed attempt. Returns the upstream status. */
 export async function completeAttempt(a: Attempt, ingress: GenerationIngress, call: UpstreamCall): Promise<number> {
   const { rt, input, draft, state, target, adapter } = a;
+  // A local connection slot first: waiting for it is not the upstream's time.
+  const slot = await rt.pools.acquire(target.provider, target.timeouts.pool_wait_ms, [state.clientGone.signal, rt.shutdown.signal]);
+  state.poolWaitMs = slot.waitedMs;
   const total = new AbortController();
   let timedOut = false;
   const timer = target.timeouts.total_ms > 0 ? setTimeout(() => { timedOut = true; total.abort(); }, target.timeouts.total_ms) : undefined;
@@ -35,7 +39,7 @@ export async function completeAttempt(a: Attempt, ingress: GenerationIngress, ca
     if (res.statusCode >= 300) {
       throw adapter.parseErrorResponse(res.statusCode, res.headers, await readCapped(res.body, MAX_ERROR_BODY));
     }
-    const text = await res.body.text();
+    const text = await readUpstreamBody(res.body, res.headers, rt.config.server.upstream_max_response_bytes, target.provider.id);
     let json: unknown;
     try {
       json = JSON.parse(text);
@@ -56,6 +60,7 @@ export async function completeAttempt(a: Attempt, ingress: GenerationIngress, ca
     throw nonStreamedFailure(a, err, timedOut);
   } finally {
     clearTimeout(timer);
+    slot.release();
   }
 }
 
@@ -120,6 +125,9 @@ class StreamRelay {
  */
 export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call: UpstreamCall): Promise<number> {
   const { rt, input, draft, sink, state, target, adapter } = a;
+  // A local connection slot first: waiting for it is not counted in the first-token time.
+  const slot = await rt.pools.acquire(target.provider, target.timeouts.pool_wait_ms, [state.clientGone.signal, rt.shutdown.signal]);
+  state.poolWaitMs = slot.waitedMs;
   const attempt = new AbortController();
   let firstTokenTimedOut = false;
   const ftMs = target.timeouts.first_token_ms;
@@ -137,11 +145,11 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
     const contentType = String(res.headers['content-type'] ?? '');
     if (contentType.includes('application/json')) {
       // Asked for a stream, got one JSON body: an error, or a server that ignores `stream`.
-      const json = JSON.parse(await res.body.text()) as unknown;
+      const json = JSON.parse(await readUpstreamBody(res.body, res.headers, rt.config.server.upstream_max_response_bytes, target.provider.id)) as unknown;
       for (const part of OutputAccumulator.resultToParts(adapter.parseResult(json, a.lane.operation))) await relay.emit(part);
     } else {
       const transform = adapter.createStreamTransform(a.lane.operation);
-      for await (const event of sseEvents(res.body)) {
+      for await (const event of sseEvents(res.body, rt.config.server.upstream_max_event_bytes, target.provider.id)) {
         for (const part of transform.push(event)) await relay.emit(part);
         if (state.clientGone.signal.aborted) break;
       }
@@ -185,5 +193,6 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
     return status;
   } finally {
     clearTimeout(firstTokenTimer);
+    slot.release();
   }
 }

@@ -24,11 +24,13 @@ import { registerKeyRoutes } from './routes/keys.js';
 import { registerDashboard } from './routes/dashboard.js';
 import { MemoryLimitStore } from '../limits/memory-limit-store.js';
 import { RedisLimitStore } from '../limits/redis-limit-store.js';
+import { RedisConnection } from '../redis/redis-connection.js';
 import { sql } from 'kysely';
 import { GatewayMetrics } from '../pipeline/metrics.js';
 import { startRetentionPurge } from '../store/retention-purge.js';
 import { sendError } from './send-error.js';
 import { localModelsNotReady } from '../providers/local/local-model-files.js';
+import { clientTimeoutOptions, installClientLimits, sendBodyTooLarge } from './client-limits.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -106,6 +108,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   const app = Fastify({
     logger: options.logger ?? false,
     bodyLimit: config.server.body_limit_bytes,
+    ...clientTimeoutOptions(config.server),
     genReqId: requestIdOf,
     requestIdHeader: false,
     // One log line per request comes from our own hooks (and one per generation), not Fastify's two.
@@ -117,17 +120,22 @@ export function buildGateway(options: GatewayOptions): Gateway {
       sendError(reply, new GatewayError('invalid_request', `bad request: ${err.message}`), String(req.id ?? newRequestId()));
     },
   });
+  // The one Redis connection, waited for before the server listens (onReady runs before listen).
+  const redis = options.redisUrl ? new RedisConnection(options.redisUrl, { commandTimeoutMs: config.redis.command_timeout_ms, connectTimeoutMs: config.redis.connect_timeout_ms }, app.log) : undefined;
+  if (redis) app.addHook('onReady', () => redis.waitUntilReady());
+  const observePoolWait = (provider: string, ms: number) => runtime.metrics.poolWait.observe({ provider }, ms / 1000);
   const runtime: GatewayRuntime = {
     config,
     catalog: buildCatalog(config),
-    pools: new UpstreamPools(),
+    pools: new UpstreamPools(observePoolWait),
     writer: new GenerationWriter(db, app.log),
     log: app.log,
     adapters: new Map(),
     health: new HealthRegistry(healthSettings(config)),
     random: options.random ?? Math.random,
     inFlight: 0,
-    limits: options.redisUrl ? new RedisLimitStore(options.redisUrl) : new MemoryLimitStore(),
+    redis,
+    limits: redis ? new RedisLimitStore(redis) : new MemoryLimitStore(),
     metrics: new GatewayMetrics(),
     shutdown: new AbortController(),
     async loadSpent(keyId, periodStart) {
@@ -154,6 +162,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   });
 
   app.decorateRequest('apiKey', null as unknown as ApiKey);
+  installClientLimits(app, () => runtime.config.server);
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
   });
@@ -166,6 +175,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   app.setErrorHandler((err, req, reply) => {
     const gerr = fromFastifyError(err);
     if (gerr.code === 'internal_error') req.log.error({ err }, 'internal error');
+    if (gerr.code === 'body_too_large') return sendBodyTooLarge(req, reply, gerr);
     sendError(reply, gerr, req.id);
   });
   app.setNotFoundHandler((req, reply) => {
@@ -214,7 +224,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
       runtime.health.settings = healthSettings(config);
       // New pools pick up changed providers; the old ones close once their calls finish.
       const oldPools = runtime.pools;
-      runtime.pools = new UpstreamPools();
+      runtime.pools = new UpstreamPools(observePoolWait);
       void oldPools.close();
     },
     async close() {
@@ -223,6 +233,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
       await runtime.writer.flush();
       await runtime.pools.close();
       await runtime.limits.close();
+      await redis?.close();
     },
   };
 }

@@ -2,18 +2,27 @@ import { GatewayError } from '../errors/gateway-error.js';
 
 /**
  * Depth of the deepest nesting of a JSON text, counted without parsing (strings skipped).
- * Stops counting once `limit` is passed.
+ * Stops counting once `limit` is passed. Strings are jumped over with `indexOf` (a 10 MB
+ * string costs a memory scan, not ten million loop turns); only the structure is walked.
  */
 export function jsonDepthExceeds(text: string, limit: number): boolean {
   let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
+  const n = text.length;
+  for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 92 /* \ */) i++;
-      else if (c === 34 /* " */) inString = false;
-    } else if (c === 34) inString = true;
-    else if (c === 123 /* { */ || c === 91 /* [ */) {
+    if (c === 34 /* " */) {
+      // Jump to the closing quote: the next `"` not escaped by an odd run of backslashes.
+      let from = i + 1;
+      for (;;) {
+        const q = text.indexOf('"', from);
+        if (q < 0) return false; // unterminated: JSON.parse reports it
+        let slashes = 0;
+        while (q - slashes - 1 >= from && text.charCodeAt(q - slashes - 1) === 92 /* \ */) slashes++;
+        from = q + 1;
+        if (slashes % 2 === 0) break;
+      }
+      i = from - 1;
+    } else if (c === 123 /* { */ || c === 91 /* [ */) {
       if (++depth > limit) return true;
     } else if (c === 125 || c === 93) depth--;
   }

@@ -100,9 +100,13 @@ async function usageOf(rt: GatewayRuntime, key: ApiKey) {
   };
 }
 
+/** Usage of a key created a moment ago: nothing spent (no limit store or database read). */
+const NO_USAGE = { usage: '0', usage_daily: '0', usage_weekly: '0', usage_monthly: '0', usage_total: '0' };
+
 /** The public shape of a key (never its secret). Money in USD decimal strings. */
-async function keyObject(rt: GatewayRuntime, key: ApiKey) {
+async function keyObject(rt: GatewayRuntime, key: ApiKey, fresh = false) {
   const s = key.settings;
+  const usage = fresh ? { ...NO_USAGE, limit_remaining: s.limit === null ? null : picoToUsdString(usdToPico(s.limit)) } : await usageOf(rt, key);
   return {
     id: key.id,
     name: key.name,
@@ -115,7 +119,7 @@ async function keyObject(rt: GatewayRuntime, key: ApiKey) {
     retention: s.retention,
     expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString(),
     created_at: new Date(key.createdAt).toISOString(),
-    ...(await usageOf(rt, key)),
+    ...usage,
   };
 }
 
@@ -143,9 +147,17 @@ export function registerKeyRoutes(app: FastifyInstance, rt: () => GatewayRuntime
     const settings = mergeSettings(keySettingsSchema.parse({}), body);
     const expires = body.expires_at ? Date.parse(body.expires_at) : null;
     const { key, secret } = await createKey(db, body.name, expires, settings);
-    const created = body.disabled ? ((await updateKey(db, key.id, { disabled: true })) ?? key) : key;
-    reply.code(201);
-    return { data: await keyObject(rt(), created), key: secret };
+    // The secret is shown only in this answer: a key whose answer cannot be sent is removed
+    // again, and the answer needs nothing that can fail (no limit store: a new key spent nothing).
+    try {
+      const created = body.disabled ? ((await updateKey(db, key.id, { disabled: true })) ?? key) : key;
+      const data = await keyObject(rt(), created, true);
+      reply.code(201);
+      return { data, key: secret };
+    } catch (err) {
+      await deleteKey(db, key.id).catch(() => {});
+      throw err;
+    }
   });
 
   const loadOr404 = async (id: string) => {

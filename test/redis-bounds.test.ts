@@ -1,0 +1,146 @@
+/**
+ * Redis is bounded: every command has a timeout, a frozen Redis turns requests from keys with
+ * limits into 503 `limits_unavailable` at once (not a hang), the gateway waits for its Redis
+ * connection before it listens, and `POST /v1/keys` never creates a key whose secret it cannot
+ * return. Redis runs behind a TCP proxy on port 0 that can delay and freeze it.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import { oneModelConfig, startGateway, type TestGateway } from './helpers/gateway.js';
+import { startUpstream } from './helpers/replay-upstream.js';
+import { createKey } from '../src/store/keys.js';
+
+const REDIS = new URL(process.env.OP_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379');
+
+async function redisReachable(): Promise<boolean> {
+  const r = new Redis(REDIS.href, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  try {
+    await r.connect();
+    return (await r.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    r.disconnect();
+  }
+}
+
+/**
+ * A TCP proxy to the test Redis. While frozen, nothing is forwarded either way (bytes are held,
+ * not lost); `delayMs` holds the first bytes of each connection that long.
+ */
+async function startRedisProxy(delayMs = 0) {
+  let frozen = false;
+  const held: (() => void)[] = [];
+  const sockets = new Set<net.Socket>();
+  const forward = (from: net.Socket, to: net.Socket, opened: number) => {
+    from.on('data', (chunk) => {
+      const send = () => { if (!to.destroyed) to.write(chunk); };
+      const wait = opened + delayMs - performance.now();
+      if (frozen) held.push(send);
+      else if (wait > 0) setTimeout(send, wait);
+      else send();
+    });
+  };
+  const server = net.createServer((client) => {
+    const opened = performance.now();
+    const redis = net.connect(Number(REDIS.port || 6379), REDIS.hostname);
+    for (const s of [client, redis]) {
+      sockets.add(s);
+      s.on('error', () => {});
+      s.on('close', () => { client.destroy(); redis.destroy(); sockets.delete(s); });
+    }
+    forward(client, redis, opened);
+    forward(redis, client, opened);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `redis://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    freeze: () => { frozen = true; },
+    thaw: () => { frozen = false; for (const send of held.splice(0)) send(); },
+    close: () => new Promise<void>((r) => { for (const s of sockets) s.destroy(); server.close(() => r()); }),
+  };
+}
+
+const completion = { json: { id: 'x', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } } };
+
+async function chat(gw: TestGateway, key: string) {
+  const started = performance.now();
+  const res = await fetch(`${gw.baseURL}/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'test/model', messages: [{ role: 'user', content: 'x' }] }),
+    signal: AbortSignal.timeout(5000),
+  });
+  const body = (await res.json()) as { error?: { code: string } };
+  return { status: res.status, code: body.error?.code, ms: performance.now() - started };
+}
+
+test('Redis commands time out, the gateway waits for Redis at start, key creation never loses its secret', async (t) => {
+  if (!(await redisReachable())) return t.skip(`Redis is not reachable at ${REDIS.href} (set OP_TEST_REDIS_URL)`);
+  const upstream = await startUpstream();
+  upstream.setDefault(completion);
+
+  await t.test('the first request after start finds Redis connected', async () => {
+    // Redis answers only 400 ms after each connection opens: without the wait at start the
+    // first requests of a key with limits were 503 limits_unavailable.
+    const slow = await startRedisProxy(400);
+    const gw = await startGateway(oneModelConfig(upstream.url), { redisUrl: slow.url });
+    try {
+      const { secret } = await createKey(gw.store.db, 'limited', null, { rate_limit: { requests_per_minute: 100, tokens_per_minute: null } });
+      const r = await chat(gw, secret);
+      assert.equal(r.status, 200, `first request: ${r.code}`);
+    } finally {
+      await gw.close();
+      await slow.close();
+    }
+  });
+
+  await t.test('a frozen Redis gives 503 limits_unavailable after the command timeout, then at once', async () => {
+    const proxy = await startRedisProxy();
+    const gw = await startGateway(oneModelConfig(upstream.url, { root: { redis: { command_timeout_ms: 200 } } }), { redisUrl: proxy.url });
+    try {
+      const admin = { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json' };
+      const made = await fetch(`${gw.baseURL}/keys`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'limited', limit: 5, rate_limit: { requests_per_minute: 100 } }) });
+      const secret = ((await made.json()) as { key: string }).key;
+      assert.equal((await chat(gw, secret)).status, 200);
+
+      proxy.freeze();
+      const first = await chat(gw, secret);
+      assert.equal(first.status, 503);
+      assert.equal(first.code, 'limits_unavailable');
+      assert.ok(first.ms < 1500, `first refusal took ${first.ms.toFixed(0)} ms`);
+      const second = await chat(gw, secret);
+      assert.equal(second.code, 'limits_unavailable');
+      assert.ok(second.ms < 150, `second refusal took ${second.ms.toFixed(0)} ms`);
+      t.diagnostic(`frozen Redis: first refusal ${first.ms.toFixed(0)} ms, next ${second.ms.toFixed(0)} ms`);
+
+      // Keys without limits keep working; /ready says Redis is out.
+      assert.equal((await chat(gw, gw.adminKey)).status, 200);
+      assert.equal((await fetch(`${gw.origin}/ready`, { signal: AbortSignal.timeout(3000) })).status, 503);
+
+      // A key with limits is created, and its secret returned, while Redis is frozen.
+      const during = await fetch(`${gw.baseURL}/keys`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'made-while-frozen', limit: 1 }), signal: AbortSignal.timeout(3000) });
+      assert.equal(during.status, 201);
+      const created = (await during.json()) as { key: string; data: { usage: string; limit_remaining: string } };
+      assert.match(created.key, /^op-/);
+      assert.equal(created.data.usage, '0');
+      assert.equal(created.data.limit_remaining, '1');
+
+      proxy.thaw();
+      let after = await chat(gw, secret);
+      for (let i = 0; i < 30 && after.status !== 200; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        after = await chat(gw, secret);
+      }
+      assert.equal(after.status, 200, 'limits work again once Redis answers');
+    } finally {
+      await gw.close();
+      await proxy.close();
+    }
+  });
+
+  await upstream.close();
+});
