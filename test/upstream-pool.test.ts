@@ -64,7 +64,7 @@ test('a pool that stays full is connection_pool_exhausted, not a provider failur
     assert.equal(b.status, 503);
     assert.equal(b.headers.get('retry-after'), '1');
     assert.deepEqual({ code: body.error.code, kind: body.error.kind, scope: body.error.scope }, { code: 'connection_pool_exhausted', kind: 'retryable', scope: 'gateway' });
-    assert.match(body.error.message, /all 1 upstream connections \(max_connections\) stayed busy for 150 ms/);
+    assert.match(body.error.message, /all 1 upstream connections to up \(max_connections\) stayed busy for 150 ms/);
     assert.match(await (await a).text(), /"finish_reason":"stop"/);
     const stats = gw.gateway.runtime().health.stats('up/upstream-model');
     assert.equal(stats.last_failure_at, null, 'the provider is not blamed');
