@@ -1,7 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, SqliteDialect } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import pg from 'pg';
+import { dialectNamed, type DialectName, type StoreDialect } from './dialect.js';
 import type { Database } from './schema.js';
 
 /** Default database: an embedded SQLite file under `./data`. */
@@ -11,21 +13,30 @@ export const DEFAULT_DATABASE_URL = 'sqlite:./data/opinference.db';
 export interface OpenDatabase {
   db: Kysely<Database>;
   /** `sqlite` or `postgres`. */
-  dialect: 'sqlite';
+  dialect: DialectName;
+  /** The SQL fragments that differ between the engines. */
+  sql: StoreDialect;
   /** Where it lives, for logs (never includes a password). */
   location: string;
   close(): Promise<void>;
 }
 
+/** Whether a database URL names PostgreSQL (`postgres://…` or `postgresql://…`). */
+export function isPostgresUrl(url: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(url);
+}
+
 /**
- * Open the database named by `OP_DATABASE_URL`: `sqlite:<path>` (or a bare path, or
- * `sqlite::memory:`). PostgreSQL (`postgres://…`) uses the same query layer and comes with the
- * shared-database work.
- * @throws Error for an unsupported URL scheme.
+ * Open the database named by `OP_DATABASE_URL`: `postgres://user:password@host:port/db` (any
+ * libpq-style parameter in the query string, e.g. `?sslmode=require` or
+ * `?options=-c%20search_path%3Dgateway`), or `sqlite:<path>` (or a bare path, or
+ * `sqlite::memory:`). Nothing connects until the first query (the migrations, at start).
+ * @throws Error for a URL that names neither.
  */
 export function openDatabase(url: string = DEFAULT_DATABASE_URL): OpenDatabase {
-  if (/^postgres(ql)?:\/\//.test(url)) {
-    throw new Error('OP_DATABASE_URL: PostgreSQL is not supported by this version yet; use sqlite:<path>');
+  if (isPostgresUrl(url)) return openPostgres(url);
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
+    throw new Error(`OP_DATABASE_URL: unsupported database URL scheme "${url.slice(0, url.indexOf(':'))}"; use postgres://… or sqlite:<path>`);
   }
   const path = url.startsWith('sqlite:') ? url.slice('sqlite:'.length) : url;
   const memory = path === ':memory:' || path === '';
@@ -38,7 +49,43 @@ export function openDatabase(url: string = DEFAULT_DATABASE_URL): OpenDatabase {
   sqlite.pragma('busy_timeout = 5000');
   sqlite.defaultSafeIntegers(false);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cached }) });
-  return { db, dialect: 'sqlite', location: file, close: () => db.destroy() };
+  return { db, dialect: 'sqlite', sql: dialectNamed('sqlite'), location: file, close: () => db.destroy() };
+}
+
+/** `postgres://user@host:port/db` without the password (and without the query string). */
+export function redactDatabaseUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    u.password = '';
+    u.search = '';
+    return u.toString();
+  } catch {
+    return 'postgres://(unparsable URL)';
+  }
+}
+
+/**
+ * PostgreSQL's `bigint` (int8: times in ms, picodollars, counts) arrives as a number when it is a
+ * safe integer, as SQLite's do, and as its decimal text otherwise (so `BigInt(x)` stays exact;
+ * picodollar sums are read as text on both engines). `numeric` (what `sum(bigint)` returns)
+ * stays text.
+ */
+function parseInt8(text: string): number | string {
+  const n = Number(text);
+  return Number.isSafeInteger(n) ? n : text;
+}
+
+const INT8_OID = 20;
+const pgTypes = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === INT8_OID && format !== 'binary' ? parseInt8 : pg.types.getTypeParser(oid, format as 'text'))) as typeof pg.types.getTypeParser,
+};
+
+function openPostgres(url: string): OpenDatabase {
+  const pool = new pg.Pool({ connectionString: url, types: pgTypes, max: 10, application_name: 'opinference' });
+  // An idle client losing its connection (server restart, network) is replaced by the pool; without a listener the error would end the process.
+  pool.on('error', () => {});
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return { db, dialect: 'postgres', sql: dialectNamed('postgres'), location: redactDatabaseUrl(url), close: () => db.destroy() };
 }
 
 /**
