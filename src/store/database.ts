@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
@@ -31,9 +31,10 @@ export function isPostgresUrl(url: string): boolean {
  * libpq-style parameter in the query string, e.g. `?sslmode=require` or
  * `?options=-c%20search_path%3Dgateway`), or `sqlite:<path>` (or a bare path, or
  * `sqlite::memory:`). Nothing connects until the first query (the migrations, at start).
- * @throws Error for a URL that names neither.
+ * `existing` refuses a SQLite file that does not exist yet (instead of creating it).
+ * @throws Error for a URL that names neither, or a missing file with `existing`.
  */
-export function openDatabase(url: string = DEFAULT_DATABASE_URL): OpenDatabase {
+export function openDatabase(url: string = DEFAULT_DATABASE_URL, options: { existing?: boolean } = {}): OpenDatabase {
   if (isPostgresUrl(url)) return openPostgres(url);
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
     throw new Error(`OP_DATABASE_URL: unsupported database URL scheme "${url.slice(0, url.indexOf(':'))}"; use postgres://… or sqlite:<path>`);
@@ -41,6 +42,7 @@ export function openDatabase(url: string = DEFAULT_DATABASE_URL): OpenDatabase {
   const path = url.startsWith('sqlite:') ? url.slice('sqlite:'.length) : url;
   const memory = path === ':memory:' || path === '';
   const file = memory ? ':memory:' : resolve(path);
+  if (!memory && options.existing && !existsSync(file)) throw new Error(`no SQLite database at ${file}`);
   if (!memory) mkdirSync(dirname(file), { recursive: true });
   const sqlite = new SQLite(file);
   const cached = withStatementCache(sqlite);
