@@ -34,6 +34,14 @@ export interface StoreDialect {
    */
   keyOrdered<T extends string, C extends string>(table: CreateTableBuilder<T, C>): CreateTableBuilder<T, C>;
   /**
+   * Planner statistics on expressions of a table's columns (PostgreSQL `create statistics` then
+   * `analyze`; nothing on SQLite, whose planner does not estimate expressions). The search writes
+   * its non-driving filters as `coalesce(col, '')` so that no index serves them; without
+   * statistics PostgreSQL guesses those match almost nothing and reads every row of the driving
+   * filter to sort them, instead of walking its index newest first and stopping at the page.
+   */
+  createExpressionStatistics(db: Kysely<Database>, name: string, table: string, expressions: readonly RawBuilder<unknown>[]): Promise<void>;
+  /**
    * Run `fn` holding the migration lock, so that replicas (or workers) starting together apply
    * each step once: PostgreSQL `pg_advisory_lock` on one session (keyed by the current schema),
    * SQLite `begin immediate` (the database's write lock; everything `fn` does commits together).
@@ -56,6 +64,7 @@ const sqlite: StoreDialect = {
   text: 'text',
   concatAgg: (column) => sql<string>`group_concat(${sql.ref(column)}, '')`,
   keyOrdered: (table) => table.modifyEnd(sql`without rowid`),
+  createExpressionStatistics: async () => {},
   async withMigrationLock(db, fn) {
     return db.connection().execute(async (conn) => {
       await sql`begin immediate`.execute(conn);
@@ -84,6 +93,10 @@ const postgres: StoreDialect = {
   text: sql`text collate "C"`,
   concatAgg: (column) => sql<string>`string_agg(${sql.ref(column)}, '')`,
   keyOrdered: (table) => table,
+  async createExpressionStatistics(db, name, table, expressions) {
+    await sql`create statistics ${sql.id(name)} on ${sql.join(expressions.map((e) => sql`(${e})`))} from ${sql.table(table)}`.execute(db);
+    await sql`analyze ${sql.table(table)}`.execute(db);
+  },
   async withMigrationLock(db, fn) {
     return db.connection().execute(async (conn) => {
       await sql`select pg_advisory_lock(${MIGRATION_LOCK})`.execute(conn);

@@ -247,6 +247,14 @@ export const MIGRATIONS: readonly Migration[] = [
         .execute();
     },
   },
+  {
+    name: '0005_filter_statistics',
+    async up(db) {
+      // PostgreSQL only (a no-op on SQLite): estimates for the search's unindexed filters.
+      const coalesced = (col: string) => sql`coalesce(${sql.ref(col)}, '')`;
+      await dialectOf(db).createExpressionStatistics(db, 'generations_filter_values', 'generations', ['key_id', 'served_model', 'requested_model', 'provider', 'session', 'status'].map(coalesced));
+    },
+  },
 ];
 
 /**
