@@ -178,8 +178,14 @@ async function main(argv: string[]): Promise<void> {
  */
 async function migrateCommand(values: { from?: string; to?: string; resume?: boolean }): Promise<void> {
   if (values.from === undefined && values.to === undefined) {
-    const applied = await withDatabase((db) => migrate(db));
-    process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
+    // Not withDatabase: it migrates before running its function, which would then find nothing to do.
+    const store = openDatabase(process.env.OP_DATABASE_URL || DEFAULT_DATABASE_URL);
+    try {
+      const applied = await migrate(store.db);
+      process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
+    } finally {
+      await store.close();
+    }
     return;
   }
   if (!values.from || !values.to) fail('usage: opinference migrate --from sqlite:<file> --to postgres://user@host/db [--resume]');
