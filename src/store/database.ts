@@ -82,8 +82,28 @@ const pgTypes = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === INT8_OID && format !== 'binary' ? parseInt8 : pg.types.getTypeParser(oid, format as 'text'))) as typeof pg.types.getTypeParser,
 };
 
+/**
+ * Session settings of the gateway's connections, unless the URL's `options` sets them:
+ * `work_mem` 32MB, because the usage reads sort or hash a few MB (7 days of hourly tag rollups
+ * with their histograms: ~7 MB; the 30-day session ranking: ~18 MB), which PostgreSQL's 4MB
+ * default sends to temporary files.
+ */
+const SESSION_DEFAULTS: Record<string, string> = { work_mem: '32MB' };
+
+/** The URL with {@link SESSION_DEFAULTS} added to its `options` parameter (`-c name=value`). */
+export function withSessionDefaults(url: string): string {
+  const u = new URL(url);
+  const options = u.searchParams.get('options') ?? '';
+  const added = Object.entries(SESSION_DEFAULTS)
+    .filter(([name]) => !new RegExp(`\\b${name}\\s*=`).test(options))
+    .map(([name, value]) => `-c ${name}=${value}`);
+  if (added.length === 0) return url;
+  u.searchParams.set('options', [options, ...added].filter(Boolean).join(' '));
+  return u.toString();
+}
+
 function openPostgres(url: string): OpenDatabase {
-  const pool = new pg.Pool({ connectionString: url, types: pgTypes, max: 10, application_name: 'opinference' });
+  const pool = new pg.Pool({ connectionString: withSessionDefaults(url), types: pgTypes, max: 10, application_name: 'opinference' });
   // An idle client losing its connection (server restart, network) is replaced by the pool; without a listener the error would end the process.
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
