@@ -9,6 +9,7 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { sql } from 'kysely';
+import { openDatabase } from '../src/store/database.js';
 import { MIGRATIONS, migrate } from '../src/store/migrations.js';
 import { createTestDatabase, TEST_DIALECT } from './helpers/test-database.js';
 
@@ -56,5 +57,19 @@ describe('migrations', () => {
       await store.close();
       await database.drop();
     }
+  });
+
+  test('an unreachable PostgreSQL: the error names the database, never its password; an unknown scheme is refused', async () => {
+    const store = openDatabase('postgres://gateway:hunter2secret@127.0.0.1:1/opinference?sslmode=disable');
+    try {
+      await assert.rejects(migrate(store.db), (err: Error) => {
+        assert.match(err.message, /^database postgres:\/\/gateway@127\.0\.0\.1:1\/opinference: connect ECONNREFUSED/);
+        assert.equal(err.message.includes('hunter2secret'), false);
+        return true;
+      });
+    } finally {
+      await store.close();
+    }
+    assert.throws(() => openDatabase('mysql://db/x'), /unsupported database URL scheme "mysql"; use postgres:\/\/… or sqlite:<path>/);
   });
 });

@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
-import { dialectNamed, type DialectName, type StoreDialect } from './dialect.js';
+import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
 
 /** Default database: an embedded SQLite file under `./data`. */
@@ -12,10 +12,8 @@ export const DEFAULT_DATABASE_URL = 'sqlite:./data/opinference.db';
 /** An open database and how to close it. */
 export interface OpenDatabase {
   db: Kysely<Database>;
-  /** `sqlite` or `postgres`. */
+  /** `sqlite` or `postgres`; queries get the matching SQL fragments from `dialectOf(db)` (dialect.ts). */
   dialect: DialectName;
-  /** The SQL fragments that differ between the engines. */
-  sql: StoreDialect;
   /** Where it lives, for logs (never includes a password). */
   location: string;
   close(): Promise<void>;
@@ -51,7 +49,7 @@ export function openDatabase(url: string = DEFAULT_DATABASE_URL, options: { exis
   sqlite.pragma('busy_timeout = 5000');
   sqlite.defaultSafeIntegers(false);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cached }) });
-  return { db, dialect: 'sqlite', sql: dialectNamed('sqlite'), location: file, close: () => db.destroy() };
+  return { db, dialect: 'sqlite', location: file, close: () => db.destroy() };
 }
 
 /** `postgres://user@host:port/db` without the password (and without the query string). */
@@ -106,8 +104,17 @@ function openPostgres(url: string): OpenDatabase {
   const pool = new pg.Pool({ connectionString: withSessionDefaults(url), types: pgTypes, max: 10, application_name: 'opinference' });
   // An idle client losing its connection (server restart, network) is replaced by the pool; without a listener the error would end the process.
   pool.on('error', () => {});
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', sql: dialectNamed('postgres'), location: redactDatabaseUrl(url), close: () => db.destroy() };
+  const location = redactDatabaseUrl(url);
+  // A connection that cannot be made says which database it was for (never the password).
+  const named = {
+    connect: () =>
+      pool.connect().catch((err: unknown) => {
+        throw new Error(`database ${location}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      }),
+    end: () => pool.end(),
+  };
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: named as unknown as pg.Pool }) });
+  return { db, dialect: 'postgres', location, close: () => db.destroy() };
 }
 
 /**

@@ -119,12 +119,11 @@ const postgres: StoreDialect = {
   scansWithoutIndex: (plan, table) => plan.some((l) => new RegExp(`Seq Scan on ${table}\\b`).test(l)),
 };
 
-/** The dialect of a database (or of a transaction or connection of it). */
+/**
+ * The dialect of a database (or of a transaction or connection of it), from the kysely adapter
+ * `openDatabase` chose for its URL.
+ */
 export function dialectOf(db: Kysely<Database>): StoreDialect {
   return db.getExecutor().adapter instanceof PostgresAdapter ? postgres : sqlite;
 }
 
-/** A dialect by name. */
-export function dialectNamed(name: DialectName): StoreDialect {
-  return name === 'postgres' ? postgres : sqlite;
-}
