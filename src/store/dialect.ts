@@ -45,7 +45,9 @@ export interface StoreDialect {
    * Run `fn` holding the migration lock, so that replicas (or workers) starting together apply
    * each step once: PostgreSQL `pg_advisory_lock` on one session (keyed by the current schema),
    * SQLite `begin immediate` (the database's write lock; everything `fn` does commits together).
-   * `fn` gets a Kysely bound to that one connection.
+   * `fn` gets a Kysely bound to that one connection, and `step`, which runs one schema step: in
+   * its own transaction on PostgreSQL (DDL is transactional there), inline on SQLite (already
+   * inside the `begin immediate` transaction).
    */
   withMigrationLock<T>(db: Kysely<Database>, fn: (conn: Kysely<Database>, step: <R>(run: (trx: Kysely<Database>) => Promise<R>) => Promise<R>) => Promise<T>): Promise<T>;
   /**
