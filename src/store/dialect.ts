@@ -34,6 +34,14 @@ export interface StoreDialect {
    */
   keyOrdered<T extends string, C extends string>(table: CreateTableBuilder<T, C>): CreateTableBuilder<T, C>;
   /**
+   * Make a transaction that adds to the usage rollups wait for any other doing so, until it ends.
+   * The writer reads a group's histograms and writes them back merged (`applyRollups`), so two
+   * writers (replicas) adding to one group at once would lose one's counts. PostgreSQL: a
+   * transaction-level advisory lock (`pg_advisory_xact_lock`, released at commit or rollback);
+   * SQLite: nothing (its write lock already lets one writer at a time).
+   */
+  serializeRollupWrites(trx: Kysely<Database>): Promise<void>;
+  /**
    * Planner statistics on expressions of a table's columns (PostgreSQL `create statistics` then
    * `analyze`; nothing on SQLite, whose planner does not estimate expressions). The search writes
    * its non-driving filters as `coalesce(col, '')` so that no index serves them; without
@@ -67,6 +75,7 @@ const sqlite: StoreDialect = {
   concatAgg: (column) => sql<string>`group_concat(${sql.ref(column)}, '')`,
   keyOrdered: (table) => table.modifyEnd(sql`without rowid`),
   createExpressionStatistics: async () => {},
+  serializeRollupWrites: async () => {},
   async withMigrationLock(db, fn) {
     return db.connection().execute(async (conn) => {
       await sql`begin immediate`.execute(conn);
@@ -90,11 +99,17 @@ const sqlite: StoreDialect = {
 /** Lock key of the migrations: one per schema, so deployments sharing a database in different schemas do not wait for each other. */
 const MIGRATION_LOCK = sql`hashtextextended('opinference:migrate:' || coalesce(current_schema(), ''), 0)`;
 
+/** Lock key of the rollup writes: one per schema, like the migrations'. */
+const ROLLUP_LOCK = sql`hashtextextended('opinference:rollups:' || coalesce(current_schema(), ''), 0)`;
+
 const postgres: StoreDialect = {
   name: 'postgres',
   text: sql`text collate "C"`,
   concatAgg: (column) => sql<string>`string_agg(${sql.ref(column)}, '')`,
   keyOrdered: (table) => table,
+  async serializeRollupWrites(trx) {
+    await sql`select pg_advisory_xact_lock(${ROLLUP_LOCK})`.execute(trx);
+  },
   async createExpressionStatistics(db, name, table, expressions) {
     await sql`create statistics ${sql.id(name)} on ${sql.join(expressions.map((e) => sql`(${e})`))} from ${sql.table(table)}`.execute(db);
     await sql`analyze ${sql.table(table)}`.execute(db);
