@@ -99,6 +99,9 @@ const sqlite: StoreDialect = {
 /** Lock key of the migrations: one per schema, so deployments sharing a database in different schemas do not wait for each other. */
 const MIGRATION_LOCK = sql`hashtextextended('opinference:migrate:' || coalesce(current_schema(), ''), 0)`;
 
+/** Oldest PostgreSQL the schema needs (`create statistics` on expressions came with 14). */
+const MIN_POSTGRES_VERSION_NUM = 140_000;
+
 /** Lock key of the rollup writes: one per schema, like the migrations'. */
 const ROLLUP_LOCK = sql`hashtextextended('opinference:rollups:' || coalesce(current_schema(), ''), 0)`;
 
@@ -116,6 +119,8 @@ const postgres: StoreDialect = {
   },
   async withMigrationLock(db, fn) {
     return db.connection().execute(async (conn) => {
+      const version = (await sql<{ v: number | string; s: string }>`select current_setting('server_version_num')::int as v, current_setting('server_version') as s`.execute(conn)).rows[0]!;
+      if (Number(version.v) < MIN_POSTGRES_VERSION_NUM) throw new Error(`PostgreSQL 14 or newer is required (expression statistics); this server is ${version.s}`);
       await sql`select pg_advisory_lock(${MIGRATION_LOCK})`.execute(conn);
       try {
         return await fn(conn, (run) => conn.transaction().execute((trx) => run(trx)));
