@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { ConfigError, loadConfig, type LoadedConfig } from './config/load.js';
 import { buildGateway } from './server/app.js';
 import { DEFAULT_DATABASE_URL, openDatabase } from './store/database.js';
+import { copyDatabase } from './store/copy-database.js';
 import { createKey, deleteKey, disableKey, listKeys, resolveKeyRef } from './store/keys.js';
 import { buildCatalog, unknownModelIds } from './routing/catalog.js';
 import { keySettingsSchema, type KeySettings } from './store/key-settings.js';
@@ -23,7 +24,11 @@ Usage:
   opinference keys list                      list keys (never their secrets)
   opinference keys disable ID_OR_NAME        disable a key (a name shared by several keys is refused)
   opinference keys delete ID_OR_NAME         delete a key (its generations stay)
-  opinference migrate                        create or update the database schema
+  opinference migrate                        create or update the database schema (OP_DATABASE_URL)
+  opinference migrate --from URL --to URL [--resume]
+                                             copy a deployment, e.g. --from sqlite:./data/opinference.db
+                                             --to postgres://user@host/db (into an empty database;
+                                             --resume continues an interrupted copy)
   opinference config check [--config FILE]   validate the config file, report every problem, exit
   opinference --version                      print the version
 
@@ -33,7 +38,7 @@ model ids of the config's catalog (--config, OP_CONFIG or ./opinference.yaml).
 Environment:
   OP_CONFIG        config file (default ./opinference.yaml)
   OP_PORT          port (default 8080)        OP_HOST  address (default 0.0.0.0)
-  OP_DATABASE_URL  sqlite:<path> (default ${DEFAULT_DATABASE_URL})
+  OP_DATABASE_URL  postgres://user:password@host:port/db, or sqlite:<path> (default ${DEFAULT_DATABASE_URL})
   OP_ADMIN_KEY     a key with access to everything
   OP_REDIS_URL     redis://… to share key limits across replicas (default: in-process)
   OP_LOG_LEVEL     trace|debug|info|warn|error (default info)
@@ -77,10 +82,15 @@ function readConfig(flag: string | undefined): LoadedConfig {
   }
 }
 
+/** Say on stderr which database a command uses (stdout stays the command's result). */
+function announceDatabase(location: string): void {
+  process.stderr.write(`database: ${displayLocation(location)} (${process.env.OP_DATABASE_URL ? 'OP_DATABASE_URL' : 'default; set OP_DATABASE_URL to change'})\n`);
+}
+
 async function withDatabase<T>(fn: (db: ReturnType<typeof openDatabase>['db']) => Promise<T>): Promise<T> {
   const url = process.env.OP_DATABASE_URL || DEFAULT_DATABASE_URL;
   const store = openDatabase(url);
-  process.stderr.write(`database: ${displayLocation(store.location)} (${process.env.OP_DATABASE_URL ? 'OP_DATABASE_URL' : 'default; set OP_DATABASE_URL to change'})\n`);
+  announceDatabase(store.location);
   try {
     await migrate(store.db);
     return await fn(store.db);
@@ -170,6 +180,9 @@ async function main(argv: string[]): Promise<void> {
       tpm: { type: 'string' },
       models: { type: 'string' },
       retention: { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      resume: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean', short: 'v' },
     },
@@ -186,11 +199,8 @@ async function main(argv: string[]): Promise<void> {
   switch (command) {
     case 'serve':
       return serve(values.config);
-    case 'migrate': {
-      const applied = await withDatabase((db) => migrate(db));
-      process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
-      return;
-    }
+    case 'migrate':
+      return migrateCommand(values);
     case 'config': {
       if (sub !== 'check') fail('usage: opinference config check [--config FILE]');
       const loaded = readConfig(values.config);
@@ -204,6 +214,47 @@ async function main(argv: string[]): Promise<void> {
       return keysCommand(sub, positionals[2], values);
     default:
       fail(`unknown command "${command}"\n\n${USAGE}`);
+  }
+}
+
+/**
+ * `opinference migrate`: apply the schema steps to OP_DATABASE_URL; with `--from` and `--to`,
+ * copy a whole deployment from one database to another (both migrated first).
+ */
+async function migrateCommand(values: { from?: string; to?: string; resume?: boolean }): Promise<void> {
+  if (values.from === undefined && values.to === undefined) {
+    // Not withDatabase: it migrates before running its function, which would then find nothing to do.
+    const store = openDatabase(process.env.OP_DATABASE_URL || DEFAULT_DATABASE_URL);
+    announceDatabase(store.location);
+    try {
+      const applied = await migrate(store.db);
+      process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
+    } finally {
+      await store.close();
+    }
+    return;
+  }
+  if (!values.from || !values.to) fail('usage: opinference migrate --from sqlite:<file> --to postgres://user@host/db [--resume]');
+  if (values.from === values.to) fail('--from and --to name the same database');
+  const source = openDatabase(values.from, { existing: true });
+  const target = openDatabase(values.to);
+  try {
+    process.stderr.write(`copying ${source.location} (${source.dialect}) to ${target.location} (${target.dialect})\n`);
+    let shown = 0;
+    const copied = await copyDatabase(source.db, target.db, {
+      resume: values.resume === true,
+      onProgress: (table, n, total) => {
+        if (n === total || Date.now() - shown > 2_000) {
+          shown = Date.now();
+          process.stderr.write(`  ${table}: ${n}/${total}\n`);
+        }
+      },
+    });
+    for (const [table, n] of Object.entries(copied)) process.stdout.write(`${table}\t${n}\n`);
+    process.stdout.write('copied; point OP_DATABASE_URL at the target and start the gateways\n');
+  } finally {
+    await source.close();
+    await target.close();
   }
 }
 

@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import OpenAI from 'openai';
-import SQLite from 'better-sqlite3';
 import { startUpstream, type Upstream } from './helpers/replay-upstream.js';
+import { createTestDatabase, type TestDatabase } from './helpers/test-database.js';
 
 const CLI = new URL('../dist/src/cli.js', import.meta.url).pathname;
 const run = promisify(execFile);
@@ -34,11 +34,13 @@ const chunk = (content: string) => JSON.stringify({ id: 'u', object: 'chat.compl
 
 describe('opinference CLI', { skip }, () => {
   let dir: string;
+  let database: TestDatabase;
   let upstream: Upstream;
   let env: NodeJS.ProcessEnv;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'op-cli-'));
+    database = await createTestDatabase('op.db');
     upstream = await startUpstream();
     writeFileSync(
       join(dir, 'gw.yaml'),
@@ -58,11 +60,12 @@ describe('opinference CLI', { skip }, () => {
         '',
       ].join('\n'),
     );
-    env = { ...process.env, OP_CONFIG: join(dir, 'gw.yaml'), OP_DATABASE_URL: `sqlite:${join(dir, 'op.db')}`, OP_LOG_LEVEL: 'debug', UPSTREAM_URL: upstream.url, UPSTREAM_KEY: 'sk-upstream-never-logged' };
+    env = { ...process.env, OP_CONFIG: join(dir, 'gw.yaml'), OP_DATABASE_URL: database.url, OP_LOG_LEVEL: 'debug', UPSTREAM_URL: upstream.url, UPSTREAM_KEY: 'sk-upstream-never-logged' };
   });
   after(async () => {
     await upstream?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
+    await database?.drop();
   });
 
   test('keys create, serve, stream, SIGTERM drain: exit 0, one record, no text stored or logged', async () => {
@@ -105,13 +108,12 @@ describe('opinference CLI', { skip }, () => {
       assert.equal(logs.includes(marker), false, 'the prompt reached the logs');
       assert.equal(logs.includes('sk-upstream-never-logged'), false, 'the upstream key reached the logs');
       assert.equal(logs.includes(secret), false, 'the client key reached the logs');
-      const db = new SQLite(join(dir, 'op.db'), { readonly: true });
-      const rows = db.prepare('SELECT status, completion_tokens, streamed, content FROM generations').all();
-      db.close();
+      const store = database.open();
+      const rows = await store.db.selectFrom('generations').select(['status', 'completion_tokens', 'streamed', 'content']).execute().finally(() => store.close());
       assert.deepEqual(rows, [{ status: 'success', completion_tokens: 5, streamed: 1, content: null }]);
-      for (const f of ['op.db', 'op.db-wal']) {
-        const p = join(dir, f);
-        if (existsSync(p)) assert.equal(readFileSync(p).includes(marker), false, `${f} contains the prompt`);
+      // On SQLite, the file's bytes too.
+      for (const p of database.file ? [database.file, `${database.file}-wal`] : []) {
+        if (existsSync(p)) assert.equal(readFileSync(p).includes(marker), false, `${p} contains the prompt`);
       }
       assert.equal((upstream.requests.at(-1)!.headers.authorization as string), 'Bearer sk-upstream-never-logged');
     } finally {

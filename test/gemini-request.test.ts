@@ -131,7 +131,8 @@ describe('Gemini request translation', () => {
 
   async function lastRecordDetail(): Promise<Json> {
     await gw.flush();
-    const row = await gw.store.db.selectFrom('generations').select('detail').orderBy(sql`rowid`, 'desc').executeTakeFirstOrThrow();
+    // The row inserted last: SQLite's rowid, PostgreSQL's physical position (this table only grows).
+    const row = await gw.store.db.selectFrom('generations').select('detail').orderBy(gw.store.dialect === 'postgres' ? sql`ctid` : sql`rowid`, 'desc').executeTakeFirstOrThrow();
     return JSON.parse(row.detail) as Json;
   }
 

@@ -1,17 +1,16 @@
 /** Retention purge: stored text past its retention is removed, nothing else is touched. */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { CompiledQuery, sql } from 'kysely';
-import { openDatabase, type OpenDatabase } from '../src/store/database.js';
+import type { OpenDatabase } from '../src/store/database.js';
+import { dialectOf } from '../src/store/dialect.js';
 import { GenerationWriter } from '../src/store/generation-writer.js';
 import { migrate } from '../src/store/migrations.js';
 import { purgeExpiredContent, startRetentionPurge } from '../src/store/retention-purge.js';
 import type { GenerationsTable } from '../src/store/schema.js';
 import { startUpstream, type Upstream } from './helpers/replay-upstream.js';
 import { oneModelConfig, startGateway, type TestGateway } from './helpers/gateway.js';
+import { createTestDatabase, type TestDatabase } from './helpers/test-database.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -30,13 +29,13 @@ function row(id: string, createdAt: number, retention: string, text: { content?:
 }
 
 describe('purgeExpiredContent', () => {
-  let dir: string;
+  let database: TestDatabase;
   let store: OpenDatabase;
   const NOW = Date.UTC(2025, 5, 15, 12, 0, 0);
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'op-purge-'));
-    store = openDatabase(`sqlite:${join(dir, 'purge.db')}`);
+    database = await createTestDatabase('purge.db');
+    store = database.open();
     await migrate(store.db);
     const writer = new GenerationWriter(store.db, { error: (o, m) => assert.fail(`${m} ${JSON.stringify(o)}`) });
     for (const r of [
@@ -58,7 +57,7 @@ describe('purgeExpiredContent', () => {
   });
   after(async () => {
     await store?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await database?.drop();
   });
 
   const state = async () => {
@@ -102,7 +101,8 @@ describe('purgeExpiredContent', () => {
   });
 
   test('it reads the partial index of rows still holding text, not the table', async () => {
-    const plan = async (q: string, params: unknown[]) => (await store.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`EXPLAIN QUERY PLAN ${q}`, params))).rows.map((r) => r.detail);
+    const dialect = dialectOf(store.db);
+    const plan = (q: string, params: unknown[]) => dialect.explain(store.db, CompiledQuery.raw(q, params), { preferIndexes: true });
     const update = store.db
       .updateTable('generations')
       .set({ content: null, error_message: null })
@@ -117,17 +117,19 @@ describe('purgeExpiredContent', () => {
       )
       .compile();
     const lines = await plan(update.sql, [...update.parameters]);
-    assert.ok(lines.some((l) => /USING (COVERING )?INDEX generations_retained/.test(l)), lines.join(' | '));
-    assert.ok(!lines.some((l) => /^SCAN generations$/.test(l)), lines.join(' | '));
+    // SQLite: `USING [COVERING] INDEX generations_retained`; PostgreSQL: `Index [Only] Scan using generations_retained` or `Bitmap Index Scan on generations_retained`.
+    const usesIndex = (l: string) => /USING (COVERING )?INDEX generations_retained|Scan (using|on) generations_retained/.test(l);
+    assert.ok(lines.some(usesIndex), lines.join(' | '));
+    assert.ok(!dialect.scansWithoutIndex(lines, 'generations'), lines.join(' | '));
     const distinct = await plan(`select distinct "retention" from "generations" where "content" is not null or "error_message" is not null`, []);
-    assert.ok(distinct.some((l) => /INDEX generations_retained/.test(l)), distinct.join(' | '));
+    assert.ok(distinct.some(usesIndex), distinct.join(' | '));
   });
 });
 
 describe('startRetentionPurge', () => {
   test('purges at start, logs the count, stops; a failing database is logged, never thrown', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'op-purge-'));
-    const store = openDatabase(`sqlite:${join(dir, 'purge.db')}`);
+    const database = await createTestDatabase('purge.db');
+    const store = database.open();
     try {
       await migrate(store.db);
       const writer = new GenerationWriter(store.db, { error: () => assert.fail('write failed') });
@@ -152,7 +154,7 @@ describe('startRetentionPurge', () => {
       await store.close();
     }
     // A closed database: the error is logged, nothing throws (no unhandled rejection).
-    const broken = openDatabase(`sqlite:${join(dir, 'broken.db')}`);
+    const broken = database.open();
     await broken.close();
     const errors: Json[] = [];
     const stop = startRetentionPurge(broken.db, { info: () => assert.fail('no count expected'), error: (o: object) => errors.push(o) }, 5);
@@ -160,7 +162,7 @@ describe('startRetentionPurge', () => {
     stop();
     assert.ok(errors.length >= 2, 'the start run and a timer run each logged their failure');
     assert.ok(errors[0]!.err instanceof Error);
-    rmSync(dir, { recursive: true, force: true });
+    await database.drop();
   });
 });
 

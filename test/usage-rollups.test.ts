@@ -9,19 +9,17 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql } from 'kysely';
 import { picoToUsdString } from '../src/accounting/cost.js';
 import { GatewayError } from '../src/errors/gateway-error.js';
-import { openDatabase, type OpenDatabase } from '../src/store/database.js';
+import type { OpenDatabase } from '../src/store/database.js';
 import { GenerationWriter } from '../src/store/generation-writer.js';
 import { migrate } from '../src/store/migrations.js';
 import { LATENCY_BUCKETS_MS, type Database, type GenerationsTable } from '../src/store/schema.js';
 import { histogramPercentiles, queryUsage, TOP_SESSIONS, USAGE_GROUPS, USAGE_MAX_RANGE_DAYS, type UsageQuery, type UsageResult, type UsageStats } from '../src/store/usage-queries.js';
 import { latencyBucket } from '../src/store/usage-rollup.js';
 import { seededRandom } from './helpers/seeded-random.js';
+import { createTestDatabase, type TestDatabase } from './helpers/test-database.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -203,13 +201,13 @@ async function dump(db: OpenDatabase['db'], table: keyof Database): Promise<stri
 }
 
 describe('daily rollups and session counts', () => {
-  let dir: string;
+  let database: TestDatabase;
   let store: OpenDatabase;
   let rows: GenerationsTable[];
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'op-rollups-'));
-    store = openDatabase(`sqlite:${join(dir, 'rollups.db')}`);
+    database = await createTestDatabase('rollups.db');
+    store = database.open();
     await migrate(store.db);
     rows = Array.from({ length: 3000 }, (_, n) => makeRow(n));
     // Random order and random batch sizes: a batch holds several days, and most rollup rows are
@@ -226,7 +224,7 @@ describe('daily rollups and session counts', () => {
   });
   after(async () => {
     await store?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await database?.drop();
   });
 
   test('the daily rollups are the hourly ones summed by UTC day, histograms and costs exact', async () => {

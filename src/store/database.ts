@@ -1,7 +1,9 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, SqliteDialect } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import pg from 'pg';
+import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
 
 /** Default database: an embedded SQLite file under `./data`. */
@@ -10,26 +12,35 @@ export const DEFAULT_DATABASE_URL = 'sqlite:./data/opinference.db';
 /** An open database and how to close it. */
 export interface OpenDatabase {
   db: Kysely<Database>;
-  /** `sqlite` or `postgres`. */
-  dialect: 'sqlite';
+  /** `sqlite` or `postgres`; queries get the matching SQL fragments from `dialectOf(db)` (dialect.ts). */
+  dialect: DialectName;
   /** Where it lives, for logs (never includes a password). */
   location: string;
   close(): Promise<void>;
 }
 
+/** Whether a database URL names PostgreSQL (`postgres://…` or `postgresql://…`). */
+export function isPostgresUrl(url: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(url);
+}
+
 /**
- * Open the database named by `OP_DATABASE_URL`: `sqlite:<path>` (or a bare path, or
- * `sqlite::memory:`). PostgreSQL (`postgres://…`) uses the same query layer and comes with the
- * shared-database work.
- * @throws Error for an unsupported URL scheme.
+ * Open the database named by `OP_DATABASE_URL`: `postgres://user:password@host:port/db` (any
+ * libpq-style parameter in the query string, e.g. `?sslmode=require` or
+ * `?options=-c%20search_path%3Dgateway`), or `sqlite:<path>` (or a bare path, or
+ * `sqlite::memory:`). Nothing connects until the first query (the migrations, at start).
+ * `existing` refuses a SQLite file that does not exist yet (instead of creating it).
+ * @throws Error for a URL that names neither, or a missing file with `existing`.
  */
-export function openDatabase(url: string = DEFAULT_DATABASE_URL): OpenDatabase {
-  if (/^postgres(ql)?:\/\//.test(url)) {
-    throw new Error('OP_DATABASE_URL: PostgreSQL is not supported by this version yet; use sqlite:<path>');
+export function openDatabase(url: string = DEFAULT_DATABASE_URL, options: { existing?: boolean } = {}): OpenDatabase {
+  if (isPostgresUrl(url)) return openPostgres(url);
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
+    throw new Error(`OP_DATABASE_URL: unsupported database URL scheme "${url.slice(0, url.indexOf(':'))}"; use postgres://… or sqlite:<path>`);
   }
   const path = url.startsWith('sqlite:') ? url.slice('sqlite:'.length) : url;
   const memory = path === ':memory:' || path === '';
   const file = memory ? ':memory:' : resolve(path);
+  if (!memory && options.existing && !existsSync(file)) throw new Error(`no SQLite database at ${file}`);
   if (!memory) mkdirSync(dirname(file), { recursive: true });
   const sqlite = new SQLite(file);
   const cached = withStatementCache(sqlite);
@@ -39,6 +50,71 @@ export function openDatabase(url: string = DEFAULT_DATABASE_URL): OpenDatabase {
   sqlite.defaultSafeIntegers(false);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cached }) });
   return { db, dialect: 'sqlite', location: file, close: () => db.destroy() };
+}
+
+/** `postgres://user@host:port/db` without the password (and without the query string). */
+export function redactDatabaseUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    u.password = '';
+    u.search = '';
+    return u.toString();
+  } catch {
+    return 'postgres://(unparsable URL)';
+  }
+}
+
+/**
+ * PostgreSQL's `bigint` (int8: times in ms, picodollars, counts) arrives as a number when it is a
+ * safe integer, as SQLite's do, and as its decimal text otherwise (so `BigInt(x)` stays exact;
+ * picodollar sums are read as text on both engines). `numeric` (what `sum(bigint)` returns)
+ * stays text.
+ */
+function parseInt8(text: string): number | string {
+  const n = Number(text);
+  return Number.isSafeInteger(n) ? n : text;
+}
+
+const INT8_OID = 20;
+const pgTypes = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === INT8_OID && format !== 'binary' ? parseInt8 : pg.types.getTypeParser(oid, format as 'text'))) as typeof pg.types.getTypeParser,
+};
+
+/**
+ * Session settings of the gateway's connections, unless the URL's `options` sets them:
+ * `work_mem` 32MB, because the usage reads sort or hash a few MB (7 days of hourly tag rollups
+ * with their histograms: ~7 MB; the 30-day session ranking: ~18 MB), which PostgreSQL's 4MB
+ * default sends to temporary files.
+ */
+const SESSION_DEFAULTS: Record<string, string> = { work_mem: '32MB' };
+
+/** The URL with {@link SESSION_DEFAULTS} added to its `options` parameter (`-c name=value`). */
+export function withSessionDefaults(url: string): string {
+  const u = new URL(url);
+  const options = u.searchParams.get('options') ?? '';
+  const added = Object.entries(SESSION_DEFAULTS)
+    .filter(([name]) => !new RegExp(`\\b${name}\\s*=`).test(options))
+    .map(([name, value]) => `-c ${name}=${value}`);
+  if (added.length === 0) return url;
+  u.searchParams.set('options', [options, ...added].filter(Boolean).join(' '));
+  return u.toString();
+}
+
+function openPostgres(url: string): OpenDatabase {
+  const pool = new pg.Pool({ connectionString: withSessionDefaults(url), types: pgTypes, max: 10, application_name: 'opinference' });
+  // An idle client losing its connection (server restart, network) is replaced by the pool; without a listener the error would end the process.
+  pool.on('error', () => {});
+  const location = redactDatabaseUrl(url);
+  // A connection that cannot be made says which database it was for (never the password).
+  const named = {
+    connect: () =>
+      pool.connect().catch((err: unknown) => {
+        throw new Error(`database ${location}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      }),
+    end: () => pool.end(),
+  };
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: named as unknown as pg.Pool }) });
+  return { db, dialect: 'postgres', location, close: () => db.destroy() };
 }
 
 /**

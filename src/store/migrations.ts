@@ -1,4 +1,5 @@
-import { sql, SqliteAdapter, type Kysely, type SqlBool } from 'kysely';
+import { sql, type Kysely, type SqlBool } from 'kysely';
+import { dialectOf } from './dialect.js';
 import type { Database } from './schema.js';
 
 /** One schema step. Steps run once each, in order, inside a transaction. */
@@ -12,35 +13,36 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     name: '0001_keys_and_generations',
     async up(db) {
+      const { text } = dialectOf(db);
       await db.schema
         .createTable('api_keys')
-        .addColumn('id', 'text', (c) => c.primaryKey())
-        .addColumn('name', 'text', (c) => c.notNull())
-        .addColumn('hash', 'text', (c) => c.notNull().unique())
-        .addColumn('prefix', 'text', (c) => c.notNull())
+        .addColumn('id', text, (c) => c.primaryKey())
+        .addColumn('name', text, (c) => c.notNull())
+        .addColumn('hash', text, (c) => c.notNull().unique())
+        .addColumn('prefix', text, (c) => c.notNull())
         .addColumn('disabled', 'integer', (c) => c.notNull().defaultTo(0))
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .addColumn('expires_at', 'bigint')
-        .addColumn('settings', 'text', (c) => c.notNull().defaultTo('{}'))
+        .addColumn('settings', text, (c) => c.notNull().defaultTo('{}'))
         .execute();
       await db.schema
         .createTable('generations')
-        .addColumn('id', 'text', (c) => c.primaryKey())
-        .addColumn('request_id', 'text', (c) => c.notNull())
+        .addColumn('id', text, (c) => c.primaryKey())
+        .addColumn('request_id', text, (c) => c.notNull())
         .addColumn('created_at', 'bigint', (c) => c.notNull())
-        .addColumn('key_id', 'text')
-        .addColumn('requested_model', 'text', (c) => c.notNull())
-        .addColumn('served_model', 'text')
-        .addColumn('provider', 'text')
-        .addColumn('endpoint', 'text')
-        .addColumn('upstream_model', 'text')
-        .addColumn('status', 'text', (c) => c.notNull())
-        .addColumn('error_code', 'text')
-        .addColumn('error_message', 'text')
+        .addColumn('key_id', text)
+        .addColumn('requested_model', text, (c) => c.notNull())
+        .addColumn('served_model', text)
+        .addColumn('provider', text)
+        .addColumn('endpoint', text)
+        .addColumn('upstream_model', text)
+        .addColumn('status', text, (c) => c.notNull())
+        .addColumn('error_code', text)
+        .addColumn('error_message', text)
         .addColumn('http_status', 'integer', (c) => c.notNull())
-        .addColumn('finish_reason', 'text')
-        .addColumn('native_finish_reason', 'text')
-        .addColumn('api', 'text', (c) => c.notNull())
+        .addColumn('finish_reason', text)
+        .addColumn('native_finish_reason', text)
+        .addColumn('api', text, (c) => c.notNull())
         .addColumn('streamed', 'integer', (c) => c.notNull())
         .addColumn('cancelled', 'integer', (c) => c.notNull())
         .addColumn('prompt_tokens', 'integer')
@@ -48,15 +50,15 @@ export const MIGRATIONS: readonly Migration[] = [
         .addColumn('reasoning_tokens', 'integer')
         .addColumn('cached_tokens', 'integer')
         .addColumn('cache_write_tokens', 'integer')
-        .addColumn('usage_source', 'text')
+        .addColumn('usage_source', text)
         .addColumn('cost_pico', 'bigint', (c) => c.notNull())
         .addColumn('latency_ms', 'integer', (c) => c.notNull())
         .addColumn('ttft_ms', 'integer')
-        .addColumn('tags', 'text', (c) => c.notNull())
-        .addColumn('session', 'text')
-        .addColumn('retention', 'text', (c) => c.notNull())
-        .addColumn('detail', 'text', (c) => c.notNull())
-        .addColumn('content', 'text')
+        .addColumn('tags', text, (c) => c.notNull())
+        .addColumn('session', text)
+        .addColumn('retention', text, (c) => c.notNull())
+        .addColumn('detail', text, (c) => c.notNull())
+        .addColumn('content', text)
         .execute();
       await db.schema.createIndex('generations_key_created').on('generations').columns(['key_id', 'created_at']).execute();
       await db.schema.createIndex('generations_created').on('generations').column('created_at').execute();
@@ -65,12 +67,13 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     name: '0002_usage_rollups_and_search_indexes',
     async up(db) {
+      const { text } = dialectOf(db);
       const rollup = (name: 'usage_hourly' | 'usage_hourly_tags', withTag: boolean) => {
-        let t = db.schema.createTable(name).addColumn('hour', 'bigint', (c) => c.notNull()).addColumn('key_id', 'text', (c) => c.notNull());
-        if (withTag) t = t.addColumn('tag', 'text', (c) => c.notNull());
+        let t = db.schema.createTable(name).addColumn('hour', 'bigint', (c) => c.notNull()).addColumn('key_id', text, (c) => c.notNull());
+        if (withTag) t = t.addColumn('tag', text, (c) => c.notNull());
         return t
-          .addColumn('model', 'text', (c) => c.notNull())
-          .addColumn('provider', 'text', (c) => c.notNull())
+          .addColumn('model', text, (c) => c.notNull())
+          .addColumn('provider', text, (c) => c.notNull())
           .addColumn('requests', 'integer', (c) => c.notNull().defaultTo(0))
           .addColumn('errors', 'integer', (c) => c.notNull().defaultTo(0))
           .addColumn('cancelled', 'integer', (c) => c.notNull().defaultTo(0))
@@ -79,8 +82,8 @@ export const MIGRATIONS: readonly Migration[] = [
           .addColumn('reasoning_tokens', 'bigint', (c) => c.notNull().defaultTo(0))
           .addColumn('cached_tokens', 'bigint', (c) => c.notNull().defaultTo(0))
           .addColumn('cost_pico', 'bigint', (c) => c.notNull().defaultTo(0))
-          .addColumn('latency_hist', 'text', (c) => c.notNull())
-          .addColumn('ttft_hist', 'text', (c) => c.notNull())
+          .addColumn('latency_hist', text, (c) => c.notNull())
+          .addColumn('ttft_hist', text, (c) => c.notNull())
           .addPrimaryKeyConstraint(`${name}_pk`, (withTag ? ['hour', 'key_id', 'tag', 'model', 'provider'] : ['hour', 'key_id', 'model', 'provider']) as never)
           .execute();
       };
@@ -90,10 +93,10 @@ export const MIGRATIONS: readonly Migration[] = [
       await db.schema.createIndex('usage_hourly_tags_tag_hour').on('usage_hourly_tags').columns(['tag', 'hour']).execute();
       await db.schema
         .createTable('generation_tags')
-        .addColumn('generation_id', 'text', (c) => c.notNull())
-        .addColumn('tag', 'text', (c) => c.notNull())
+        .addColumn('generation_id', text, (c) => c.notNull())
+        .addColumn('tag', text, (c) => c.notNull())
         .addColumn('created_at', 'bigint', (c) => c.notNull())
-        .addColumn('key_id', 'text')
+        .addColumn('key_id', text)
         .addPrimaryKeyConstraint('generation_tags_pk', ['generation_id', 'tag'])
         .execute();
       await db.schema.createIndex('generation_tags_tag_created').on('generation_tags').columns(['tag', 'created_at']).execute();
@@ -119,16 +122,17 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     name: '0004_daily_rollups',
     async up(db) {
+      const { text } = dialectOf(db);
       // On SQLite the new tables are stored in key order (WITHOUT ROWID): a day range is read
       // with no lookups, and each table is one b-tree fewer to write.
-      const sqlite = db.getExecutor().adapter instanceof SqliteAdapter;
+      const { keyOrdered } = dialectOf(db);
       // Daily rollups: the hourly tables' columns with `day` (the UTC day's start) for `hour`.
       const rollup = async (name: 'usage_daily' | 'usage_daily_tags', withTag: boolean) => {
-        let t = db.schema.createTable(name).addColumn('day', 'bigint', (c) => c.notNull()).addColumn('key_id', 'text', (c) => c.notNull());
-        if (withTag) t = t.addColumn('tag', 'text', (c) => c.notNull());
+        let t = db.schema.createTable(name).addColumn('day', 'bigint', (c) => c.notNull()).addColumn('key_id', text, (c) => c.notNull());
+        if (withTag) t = t.addColumn('tag', text, (c) => c.notNull());
         t = t
-          .addColumn('model', 'text', (c) => c.notNull())
-          .addColumn('provider', 'text', (c) => c.notNull())
+          .addColumn('model', text, (c) => c.notNull())
+          .addColumn('provider', text, (c) => c.notNull())
           .addColumn('requests', 'integer', (c) => c.notNull().defaultTo(0))
           .addColumn('errors', 'integer', (c) => c.notNull().defaultTo(0))
           .addColumn('cancelled', 'integer', (c) => c.notNull().defaultTo(0))
@@ -137,10 +141,10 @@ export const MIGRATIONS: readonly Migration[] = [
           .addColumn('reasoning_tokens', 'bigint', (c) => c.notNull().defaultTo(0))
           .addColumn('cached_tokens', 'bigint', (c) => c.notNull().defaultTo(0))
           .addColumn('cost_pico', 'bigint', (c) => c.notNull().defaultTo(0))
-          .addColumn('latency_hist', 'text', (c) => c.notNull())
-          .addColumn('ttft_hist', 'text', (c) => c.notNull())
+          .addColumn('latency_hist', text, (c) => c.notNull())
+          .addColumn('ttft_hist', text, (c) => c.notNull())
           .addPrimaryKeyConstraint(`${name}_pk`, (withTag ? ['day', 'key_id', 'tag', 'model', 'provider'] : ['day', 'key_id', 'model', 'provider']) as never);
-        await (sqlite ? t.modifyEnd(sql`without rowid`) : t).execute();
+        await keyOrdered(t).execute();
       };
       await rollup('usage_daily', false);
       await rollup('usage_daily_tags', true);
@@ -151,9 +155,9 @@ export const MIGRATIONS: readonly Migration[] = [
       // group_by session, read by day ranges.
       const counts = async (name: 'usage_daily_sessions' | 'usage_daily_session_models' | 'usage_daily_session_tags', key: string[]) => {
         let t = db.schema.createTable(name);
-        for (const col of key) t = t.addColumn(col, col === 'day' ? 'bigint' : 'text', (c) => c.notNull());
+        for (const col of key) t = t.addColumn(col, col === 'day' ? 'bigint' : text, (c) => c.notNull());
         t = t.addColumn('requests', 'integer', (c) => c.notNull().defaultTo(0)).addPrimaryKeyConstraint(`${name}_pk`, key as never);
-        await (sqlite ? t.modifyEnd(sql`without rowid`) : t).execute();
+        await keyOrdered(t).execute();
       };
       await counts('usage_daily_sessions', ['day', 'key_id', 'session']);
       await counts('usage_daily_session_models', ['day', 'key_id', 'session', 'model', 'provider']);
@@ -243,28 +247,44 @@ export const MIGRATIONS: readonly Migration[] = [
         .execute();
     },
   },
+  {
+    name: '0005_filter_statistics',
+    async up(db) {
+      // PostgreSQL only (a no-op on SQLite): estimates for the search's unindexed filters.
+      const coalesced = (col: string) => sql`coalesce(${sql.ref(col)}, '')`;
+      await dialectOf(db).createExpressionStatistics(db, 'generations_filter_values', 'generations', ['key_id', 'served_model', 'requested_model', 'provider', 'session', 'status'].map(coalesced));
+    },
+  },
 ];
 
 /**
- * Apply the migrations not yet applied. Safe to run at every start and from `opinference migrate`.
- * @returns the names of the steps applied now.
+ * Apply the migrations not yet applied. Safe to run at every start and from `opinference migrate`,
+ * and from several processes at once: they take turns on the dialect's migration lock
+ * (PostgreSQL advisory lock, SQLite write lock), and each step is applied by the first to get it.
+ * Each step commits with its record in `migrations_applied` (on SQLite, all pending steps commit
+ * together).
+ * @returns the names of the steps applied now (empty when the schema was up to date).
  */
 export async function migrate(db: Kysely<Database>): Promise<string[]> {
-  await db.schema
-    .createTable('migrations_applied')
-    .ifNotExists()
-    .addColumn('name', 'text', (c) => c.primaryKey())
-    .addColumn('applied_at', 'bigint', (c) => c.notNull().defaultTo(sql`0`))
-    .execute();
-  const done = new Set((await db.selectFrom('migrations_applied').select('name').execute()).map((r) => r.name));
-  const applied: string[] = [];
-  for (const m of MIGRATIONS) {
-    if (done.has(m.name)) continue;
-    await db.transaction().execute(async (trx) => {
-      await m.up(trx);
-      await trx.insertInto('migrations_applied').values({ name: m.name, applied_at: Date.now() }).execute();
-    });
-    applied.push(m.name);
-  }
-  return applied;
+  const dialect = dialectOf(db);
+  return dialect.withMigrationLock(db, async (conn: Kysely<Database>, step) => {
+    await conn.schema
+      .createTable('migrations_applied')
+      .ifNotExists()
+      .addColumn('name', dialect.text, (c) => c.primaryKey())
+      .addColumn('applied_at', 'bigint', (c) => c.notNull().defaultTo(sql`0`))
+      .execute();
+    const done = new Set((await conn.selectFrom('migrations_applied').select('name').execute()).map((r) => r.name));
+    const applied: string[] = [];
+    for (const m of MIGRATIONS) {
+      if (done.has(m.name)) continue;
+      await step(async (trx: Kysely<Database>) => {
+        await m.up(trx);
+        await trx.insertInto('migrations_applied').values({ name: m.name, applied_at: Date.now() }).execute();
+      });
+      applied.push(m.name);
+    }
+    return applied;
+  });
 }
+

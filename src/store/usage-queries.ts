@@ -1,7 +1,8 @@
-import { PostgresAdapter, sql, type Expression, type ExpressionBuilder, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type Kysely, type SqlBool } from 'kysely';
 import { picoToUsdString } from '../accounting/cost.js';
 import { ERROR_CATALOG } from '../errors/catalog.js';
 import { GatewayError } from '../errors/gateway-error.js';
+import { dialectOf } from './dialect.js';
 import { LATENCY_BUCKETS_MS, type Database, type GenerationsTable } from './schema.js';
 import { latencyBucket, ROLLUP_TIME_COLUMN, type RollupTable } from './usage-rollup.js';
 
@@ -261,15 +262,6 @@ type SessionRead = Pick<GenerationsTable, 'status' | 'error_code' | 'provider' |
 
 const GROUP_COLUMN = { model: 'model', provider: 'provider', key: 'key_id', tag: 'tag' } as const;
 
-/**
- * Concatenation of a group's strings: `group_concat` in SQLite, `string_agg` in PostgreSQL (the
- * one aggregate without a common spelling). Histograms are summed from the concatenation, so a
- * read returns one row per (bucket, group) instead of one per rollup row.
- */
-function concatAgg(db: Kysely<Database>, col: 'latency_hist' | 'ttft_hist'): RawBuilder<string> {
-  return db.getExecutor().adapter instanceof PostgresAdapter ? sql<string>`string_agg(${sql.ref(col)}, '')` : sql<string>`group_concat(${sql.ref(col)}, '')`;
-}
-
 /** The part of one UTC day (starting at `day`) in a range: [from, to). */
 export interface PartialDay {
   day: number;
@@ -315,8 +307,8 @@ export function rollupQuery(db: Kysely<Database>, q: UsageQuery, table: RollupTa
       eb.fn.sum<number>('cached_tokens').as('cached_tokens'),
       // Exact whatever its size: the bigint sum read as text (CAST … AS TEXT: SQLite and PostgreSQL).
       sql<string>`cast(sum(cost_pico) as text)`.as('cost'),
-      concatAgg(db, 'latency_hist').as('latency_hist'),
-      concatAgg(db, 'ttft_hist').as('ttft_hist'),
+      dialectOf(db).concatAgg('latency_hist').as('latency_hist'),
+      dialectOf(db).concatAgg('ttft_hist').as('ttft_hist'),
     ])
     .where(sql.ref(time), '>=', q.from)
     .where(sql.ref(time), '<', q.to);

@@ -1,4 +1,5 @@
 import { sql, type Transaction } from 'kysely';
+import { dialectOf } from './dialect.js';
 import { LATENCY_BUCKETS_MS, type Database, type GenerationsTable } from './schema.js';
 
 /** Index of the histogram bucket a duration (ms) falls in. */
@@ -196,6 +197,8 @@ async function addSessionCounts(trx: Transaction<Database>, table: SessionCountT
  * 100 groups of each rollup table and one per 500 groups of each session-count table.
  */
 export async function applyRollups(trx: Transaction<Database>, rows: readonly GenerationsTable[]): Promise<void> {
+  // Several writers (replicas on PostgreSQL): one at a time here, since histograms are read, merged and written back.
+  await dialectOf(trx).serializeRollupWrites(trx);
   const hourly = new Map<string, RollupAcc>();
   const hourlyTags = new Map<string, RollupAcc>();
   const sessionModels = new Map<string, SessionCount>();

@@ -1,14 +1,15 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { parseConfig } from '../../src/config/load.js';
 import { buildGateway, type Gateway } from '../../src/server/app.js';
-import { openDatabase, type OpenDatabase } from '../../src/store/database.js';
+import type { OpenDatabase } from '../../src/store/database.js';
 import { createKey } from '../../src/store/keys.js';
 import { migrate } from '../../src/store/migrations.js';
+import { createTestDatabase } from './test-database.js';
 
-/** A gateway running in this process on 127.0.0.1, port 0, with its own SQLite file. */
+/**
+ * A gateway running in this process on 127.0.0.1, port 0, with its own database: a SQLite file,
+ * or a fresh PostgreSQL schema when `OP_TEST_DATABASE_URL` is set (see test-database.ts).
+ */
 export interface TestGateway {
   /** `http://127.0.0.1:PORT` */
   origin: string;
@@ -58,8 +59,8 @@ const TEST_ROUTING = { circuit_breaker: { failure_threshold: 1000 }, retry_after
 
 export async function startGateway(config: unknown = {}, options: { random?: () => number; redisUrl?: string | undefined } = {}): Promise<TestGateway> {
   const withRouting = config && typeof config === 'object' && !('routing' in config) ? { ...config, routing: TEST_ROUTING } : config;
-  const dir = mkdtempSync(join(tmpdir(), 'op-test-'));
-  const store = openDatabase(`sqlite:${join(dir, 'test.db')}`);
+  const database = await createTestDatabase();
+  const store = database.open();
   await migrate(store.db);
   const adminKey = 'admin-test-key';
   const gateway = buildGateway({ loaded: { config: parseConfig(withRouting, 'test config'), source: 'test' }, db: store.db, adminKey, logger: false, random: options.random, redisUrl: options.redisUrl, purgeIntervalMs: 0 });
@@ -80,7 +81,7 @@ export async function startGateway(config: unknown = {}, options: { random?: () 
     async close() {
       await gateway.close();
       await store.close();
-      rmSync(dir, { recursive: true, force: true });
+      await database.drop();
     },
   };
 }
