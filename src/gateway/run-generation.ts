@@ -1,6 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import type { ChatRequest, CompletionRequest } from '../api/chat-types.js';
 import { computeCost, picoToUsdNumber } from '../accounting/cost.js';
+import { clampUsage } from '../accounting/usage-bounds.js';
 import { PromptSize } from '../accounting/estimate-tokens.js';
 import { GatewayError, toGatewayError } from '../errors/gateway-error.js';
 import { transportErrorToGatewayError } from '../providers/upstream-errors.js';
@@ -13,6 +14,7 @@ import { planRoute, type PlannedEndpoint } from '../routing/plan.js';
 import { affordableOutputTokens, worstCaseCost, worstCaseOutputTokens } from '../limits/credit.js';
 import { sendError } from '../server/send-error.js';
 import { writeToClient } from './client-writer.js';
+import { holdResponseEnd } from './response-gate.js';
 import type { GenerationDraft } from './generation-draft.js';
 import { OutputAccumulator } from './output-accumulator.js';
 import { chatCompletionBody, textCompletionBody, type ResponseIdentity } from './response-bodies.js';
@@ -105,6 +107,8 @@ export async function runGeneration(rt: GatewayRuntime, input: GenerationInput, 
     if (!reply.raw.writableFinished) state.clientGone.abort();
   };
   reply.raw.on('close', onClose);
+  // records.durability strict: the response's last byte waits for its record to be committed.
+  const releaseResponse = rt.writer.strict ? holdResponseEnd(reply.raw) : undefined;
   rt.inFlight++;
   rt.metrics.inFlight.inc();
   const routing = rt.config.routing;
@@ -243,22 +247,25 @@ export async function runGeneration(rt: GatewayRuntime, input: GenerationInput, 
       void rt.limits.addTokens(draft.keyId, (draft.usage.promptTokens ?? 0) + (draft.usage.completionTokens ?? 0), Date.now()).catch(() => {});
     }
     reply.raw.off('close', onClose);
-    finishGeneration(rt, draft);
+    await finishGeneration(rt, draft);
+    releaseResponse?.();
   }
 }
 
 /**
  * Close a generation: queue its one record, count it in the metrics and log one line. Every
- * accepted request ends here exactly once.
+ * accepted request ends here exactly once. With `records.durability: strict` returns a promise
+ * settled once the record is committed (or its write failed and waits for a retry); never rejects.
  */
-export function finishGeneration(rt: GatewayRuntime, draft: GenerationDraft): void {
+export function finishGeneration(rt: GatewayRuntime, draft: GenerationDraft): Promise<void> | void {
   const row = draft.toRow();
-  rt.writer.enqueue(row);
+  const written = rt.writer.add(row);
   recordMetrics(rt, row, draft);
   rt.log.info(
     { reqId: row.request_id, generation: row.id, model: row.served_model ?? row.requested_model, provider: row.provider, status: row.status, code: row.error_code, streamed: draft.streamed, attempts: draft.attempts.length, prompt_tokens: row.prompt_tokens, completion_tokens: row.completion_tokens, ms: row.latency_ms, ttft_ms: row.ttft_ms },
     'generation',
   );
+  return written;
 }
 
 /** Count a finished generation in the Prometheus metrics. */
@@ -323,7 +330,8 @@ function identityFor(draft: GenerationDraft, model: string): ResponseIdentity {
 }
 
 function settle(draft: GenerationDraft, target: ResolvedEndpoint, acc: OutputAccumulator, prompt: PromptSize) {
-  const usage = acc.usageOr(prompt);
+  const { usage, warning } = clampUsage(acc.usageOr(prompt));
+  if (warning) draft.warnings.push(warning);
   const cost = computeCost(usage, target.endpoint.pricing);
   draft.usage = usage;
   draft.costPico = cost.total;
