@@ -197,7 +197,7 @@ export const routingSchema = z
 export const recordsSchema = z
   .object({
     /** Longest a record waits in memory before its batch is written, in ms (`batched` mode). */
-    flush_interval_ms: z.number().int().min(1).max(60_000).default(100),
+    flush_interval_ms: z.number().int().min(1).max(60_000).default(200),
     durability: z.enum(['batched', 'strict']).default('batched'),
     /** Most records held in memory while the database cannot be written; older ones are dropped and counted beyond. */
     max_queued: z.number().int().min(1_000).max(10_000_000).default(100_000),

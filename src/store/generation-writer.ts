@@ -41,8 +41,9 @@ type Waiter = () => void;
 
 /**
  * Writes generation records off the response path: rows are queued and inserted in batches
- * (one transaction per batch, with their rollups) at most `flush_interval_ms` after the oldest
- * was queued, or at once when `batchSize` rows wait. Rows still queued are visible through
+ * (one transaction per batch, with their rollups) once the oldest has waited half of
+ * `flush_interval_ms` (so that it is committed within the interval), or at once when
+ * `batchSize` rows wait. Rows still queued are visible through
  * {@link GenerationWriter.pending} so a lookup right after a response finds them.
  *
  * Nothing is lost silently: implausible usage or cost is clamped and flagged (`usage_clamped`);
@@ -78,7 +79,7 @@ export class GenerationWriter {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly log: WriterLogger,
-    intervalMs = 100,
+    intervalMs = 200,
     private readonly batchSize = 500,
   ) {
     this.settings = { flush_interval_ms: intervalMs, durability: 'batched', max_queued: Math.max(100_000, batchSize) };
@@ -136,10 +137,13 @@ export class GenerationWriter {
     this.byId.set(row.id, row);
     if (this.queue.length > this.settings.max_queued) this.shed();
     if (this.retryTimer) return; // a failing database: the retry timer drives the writes
-    if (this.strict || this.queue.length >= this.batchSize || now - this.oldestAt >= this.settings.flush_interval_ms) {
+    // A batch starts when its oldest row is half the interval old: the other half is for the
+    // write itself and event-loop delays, so each row is committed within the interval.
+    const due = this.settings.flush_interval_ms / 2;
+    if (this.strict || this.queue.length >= this.batchSize || now - this.oldestAt >= due) {
       this.schedule(0);
     } else if (!this.timer) {
-      this.schedule(this.settings.flush_interval_ms - (now - this.oldestAt));
+      this.schedule(due - (now - this.oldestAt));
     }
   }
 

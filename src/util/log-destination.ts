@@ -1,4 +1,4 @@
-import { writeSync } from 'node:fs';
+import { fstatSync, writeSync } from 'node:fs';
 import pino from 'pino';
 
 /** Most log output held in memory while the log file cannot be written (disk full), in bytes; newer lines are dropped beyond. */
@@ -23,6 +23,7 @@ interface SonicBoomBuffers {
  * @see https://getpino.io/#/docs/asynchronous
  */
 export function asyncLogDestination(fd = 1): { stream: pino.DestinationStream; errors: () => number } {
+  nonBlockingStdio(fd);
   const dest = pino.destination({ dest: fd, sync: false, maxLength: LOG_BUFFER_BYTES });
   let errors = 0;
   dest.on('error', () => {
@@ -33,9 +34,31 @@ export function asyncLogDestination(fd = 1): { stream: pino.DestinationStream; e
   return { stream: dest, errors: () => errors };
 }
 
-/** Write what sonic-boom still buffers, synchronously, for at most `ms`; stop at the first error but EAGAIN. */
+/**
+ * Put a pipe or socket stdout/stderr in non-blocking mode, as Node does (through libuv) when
+ * `process.stdout` is first used: a write to a pipe nobody reads then fails with EAGAIN and is
+ * retried later, instead of blocking a thread-pool thread for ever, which would also keep the
+ * process from exiting (Node joins its thread pool at exit). Files are left alone.
+ */
+function nonBlockingStdio(fd: number): void {
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFIFO() && !st.isSocket()) return;
+  } catch {
+    return;
+  }
+  if (fd === 1) void process.stdout.fd;
+  else if (fd === 2) void process.stderr.fd;
+}
+
+/**
+ * Write what sonic-boom still buffers, synchronously, for at most `ms`; stop at the first error
+ * but EAGAIN. Nothing is written while an asynchronous write has not returned.
+ */
 function flushBounded(s: SonicBoomBuffers, fd: number, ms: number): void {
-  if (!Array.isArray(s._bufs)) return;
+  // A write still under way means the destination is slow or stuck (a pipe nobody reads, a
+  // full disk): a synchronous write now could block the exit for ever.
+  if (!Array.isArray(s._bufs) || s._writing) return;
   const chunks: (string | Buffer)[] = [];
   if (!s._writing && s._writingBuf && s._writingBuf.length > 0) chunks.push(s._writingBuf);
   chunks.push(...s._bufs);
