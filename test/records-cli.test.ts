@@ -111,14 +111,14 @@ describe('records across process failures (CLI)', { skip }, () => {
     const { answers, lost } = await burstThenKill('kill-batched', '', 1_500);
     const window = 200; // the documented default of records.flush_interval_ms
     process.stdout.write(`# batched: ${answers.length} answered 200, ${lost.length} without a row (${((100 * lost.length) / answers.length).toFixed(2)} %), the oldest of them received ${Math.max(-Infinity, ...lost.map((l) => l.before))} ms before the kill\n`);
-    assert.ok(answers.length > 100, `only ${answers.length} answers in the burst`);
+    assert.ok(answers.length > 40, `only ${answers.length} answers in the burst`);
     assert.deepEqual(lost.filter((l) => l.before > window), []);
   });
 
   test('SIGKILL mid-burst, records.durability strict: every answer has its row', async () => {
     const { answers, lost } = await burstThenKill('kill-strict', 'records: { durability: strict }\n', 1_500);
     process.stdout.write(`# strict: ${answers.length} answered 200, ${lost.length} without a row\n`);
-    assert.ok(answers.length > 100, `only ${answers.length} answers in the burst`);
+    assert.ok(answers.length > 40, `only ${answers.length} answers in the burst`);
     assert.deepEqual(lost, []);
   });
 

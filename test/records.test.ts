@@ -123,6 +123,27 @@ describe('record writer', () => {
     assert.equal(Number(n.n), 2);
   });
 
+  test('strict durability: add() resolves once the row is committed, or after one failed try; no wait while writes keep failing', async () => {
+    const { log } = capture();
+    const writer = new GenerationWriter(store.db, log, 60_000, 1_000);
+    writer.configure({ durability: 'strict' });
+    const p1 = writer.add(row('strict1'));
+    assert.ok(p1 instanceof Promise);
+    await p1;
+    assert.ok(await store.db.selectFrom('generations').select('id').where('id', '=', 'strict1').executeTakeFirst());
+    const pages = await sql<{ page_count: number }>`PRAGMA page_count`.execute(store.db);
+    await sql.raw(`PRAGMA max_page_count = ${pages.rows[0]!.page_count}`).execute(store.db);
+    try {
+      await writer.add(row('strict2', { content: 'w'.repeat(64 * 1024) }));
+      assert.match(writer.problem ?? '', /SQLITE_FULL/);
+      assert.equal(writer.add(row('strict3')), undefined);
+    } finally {
+      await sql.raw('PRAGMA max_page_count = 1073741823').execute(store.db);
+    }
+    await writer.close();
+    assert.equal(writer.written, 3);
+  });
+
   test('records beyond max_queued while the database fails are dropped, oldest first, counted; close() gives up after its retry time', async () => {
     const { lines, log } = capture();
     const writer = new GenerationWriter(store.db, log, 5, 1_000);

@@ -123,7 +123,8 @@ export class GenerationWriter {
    * Never throws, never rejects.
    */
   add(row: GenerationsTable): Promise<void> | void {
-    if (!this.strict) return this.enqueue(row);
+    // While the database fails, a strict response does not wait for the next retry (/ready is 503).
+    if (!this.strict || this.failure !== null) return this.enqueue(row);
     const written = new Promise<void>((resolve) => this.waiters.set(row.id, resolve));
     this.enqueue(row);
     return written;
@@ -190,8 +191,8 @@ export class GenerationWriter {
       this.timer = setTimeout(() => void this.flush(), 0);
     } else if (!this.timer) {
       this.timer = setTimeout(() => void this.flush(), ms);
-    } else return;
-    this.timer.unref();
+      this.timer.unref();
+    }
   }
 
   private clearTimer(): void {
