@@ -59,6 +59,8 @@ export class GenerationWriter {
   private readonly byId = new Map<string, GenerationsTable>();
   private readonly waiters = new Map<string, Waiter>();
   private timer: NodeJS.Timeout | undefined;
+  /** The pending timer is the zero-delay one (a batch is due now). */
+  private timerImmediate = false;
   /** performance.now() when the oldest queued row was queued. */
   private oldestAt = 0;
   private running: Promise<void> | undefined;
@@ -186,9 +188,11 @@ export class GenerationWriter {
 
   private schedule(ms: number): void {
     if (ms <= 0) {
+      if (this.timerImmediate) return;
       this.clearTimer();
       // A macrotask later, so that rows finishing in the same turn share the transaction.
       this.timer = setTimeout(() => void this.flush(), 0);
+      this.timerImmediate = true;
     } else if (!this.timer) {
       this.timer = setTimeout(() => void this.flush(), ms);
       this.timer.unref();
@@ -198,6 +202,7 @@ export class GenerationWriter {
   private clearTimer(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
+    this.timerImmediate = false;
   }
 
   private clearRetry(): void {
