@@ -12,6 +12,7 @@ import { prestartLocalEngines, retainLocalEngines, withEngineContext, withLocalM
 import { describeMissingModelFile, missingLocalModelFiles } from './providers/local/local-model-files.js';
 import { setLocalEngineLogger, stopLocalEngines } from './providers/local/engine-supervisor.js';
 import { migrate } from './store/migrations.js';
+import { asyncLogDestination } from './util/log-destination.js';
 
 const USAGE = `opinference — self-hostable OpenAI-compatible LLM gateway
 
@@ -108,8 +109,10 @@ async function serve(flag: string | undefined): Promise<void> {
     db: store.db,
     adminKey: process.env.OP_ADMIN_KEY || undefined,
     redisUrl: process.env.OP_REDIS_URL || undefined,
-    logger: { level: process.env.OP_LOG_LEVEL || 'info', redact: ['req.headers.authorization', 'headers.authorization'] },
+    // Asynchronous: a slow or full log file never blocks requests, records or shutdown.
+    logger: { level: process.env.OP_LOG_LEVEL || 'info', redact: ['req.headers.authorization', 'headers.authorization'], stream: asyncLogDestination().stream },
   });
+  if (store.location !== ':memory:') gateway.runtime().writer.watchFile(store.location);
   const log = gateway.app.log;
   if (!loaded.source && !process.env.OP_LOCAL_MODEL) log.warn({ path: configPath(flag).path }, 'no config file found: serving an empty catalog; see examples/opinference.yaml');
   else if (!loaded.source) log.info({ model: loaded.config.models[0]?.id }, 'no config file: serving OP_LOCAL_MODEL');
@@ -140,6 +143,11 @@ async function serve(flag: string | undefined): Promise<void> {
       setTimeout(() => gateway.app.server.closeAllConnections(), 500).unref();
     }, drainMs);
     timer.unref();
+    // Whatever hangs (a dead disk under the database), the process ends.
+    setTimeout(() => {
+      process.stderr.write('opinference: shutdown did not finish in time; exiting\n');
+      process.exit(1);
+    }, drainMs + 15_000).unref();
     try {
       await gateway.close();
       await stopLocalEngines();

@@ -255,11 +255,29 @@ export const redisSchema = z
   })
   .strict();
 
+/**
+ * How generation records reach the database (see docs/records.md). `batched`: the response is
+ * sent first and records are written in batches, so a crash (SIGKILL, power loss aside) loses
+ * at most the records answered in the last `flush_interval_ms`. `strict`: the record of each
+ * generation is committed before the last byte of its response (the end of a JSON body, the
+ * `[DONE]` of a stream) is sent.
+ */
+export const recordsSchema = z
+  .object({
+    /** Longest a record waits in memory before its batch is written, in ms (`batched` mode). */
+    flush_interval_ms: z.number().int().min(1).max(60_000).default(200),
+    durability: z.enum(['batched', 'strict']).default('batched'),
+    /** Most records held in memory while the database cannot be written; older ones are dropped and counted beyond. */
+    max_queued: z.number().int().min(1_000).max(10_000_000).default(100_000),
+  })
+  .strict();
+
 export const configSchema = z
   .object({
     server: serverSchema.default({}),
     routing: routingSchema.default({}),
     redis: redisSchema.default({}),
+    records: recordsSchema.default({}),
     /** Default data retention: `none` stores no prompt/completion text, a number keeps it that many days. */
     retention: retention.default('none'),
     providers: z.array(providerSchema).default([]),
@@ -275,5 +293,6 @@ export type EndpointConfig = z.infer<typeof endpointSchema>;
 export type ModelConfig = z.infer<typeof modelSchema>;
 export type ServerConfig = z.infer<typeof serverSchema>;
 export type RoutingConfig = z.infer<typeof routingSchema>;
+export type RecordsConfig = z.infer<typeof recordsSchema>;
 export type RetentionSetting = z.infer<typeof retention>;
 export type GatewayConfig = z.infer<typeof configSchema>;

@@ -21,6 +21,12 @@ export interface ClientSink {
   send(status: number, headers: Record<string, string>, body: unknown): void;
   /** The client is gone: send nothing more and let the server forget the request. */
   abandon(): void;
+  /**
+   * Hold back the end of the response (the last stream text, or a whole body sent with `send`)
+   * until the returned release function is called; used by `records.durability: strict` so a
+   * client never holds a complete answer whose record is not committed. Release is idempotent.
+   */
+  holdEnd(): () => void;
   /** Call `listener` when the connection closes (finished or not). */
   onClose(listener: () => void): void;
   offClose(listener: () => void): void;

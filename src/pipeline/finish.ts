@@ -1,4 +1,5 @@
 import { computeCost, picoToUsdNumber } from '../accounting/cost.js';
+import { clampUsage } from '../accounting/usage-bounds.js';
 import type { PromptSize } from '../accounting/estimate-tokens.js';
 import type { Usage } from '../core/chat-types.js';
 import type { ResolvedEndpoint } from '../providers/types.js';
@@ -28,7 +29,9 @@ export function meterAttempt(draft: GenerationDraft, target: ResolvedEndpoint, a
  * Put the served endpoint, the usage and its cost on the draft.
  * @returns the cost in USD.
  */
-export function meterUsage(draft: GenerationDraft, target: ResolvedEndpoint, usage: Usage): number {
+export function meterUsage(draft: GenerationDraft, target: ResolvedEndpoint, reported: Usage): number {
+  const { usage, warning } = clampUsage(reported);
+  if (warning) draft.warnings.push(warning);
   const cost = computeCost(usage, target.endpoint.pricing);
   draft.usage = usage;
   draft.costPico = cost.total;
@@ -52,16 +55,18 @@ export function keepRecordText(draft: GenerationDraft, input: GenerationInput, o
 
 /**
  * Close a generation: queue its one record, count it in the metrics and log one line. Every
- * accepted request ends here exactly once.
+ * accepted request ends here exactly once. With `records.durability: strict` returns a promise
+ * settled once the record is committed (or its write failed and waits for a retry); never rejects.
  */
-export function finishGeneration(rt: GatewayRuntime, draft: GenerationDraft): void {
+export function finishGeneration(rt: GatewayRuntime, draft: GenerationDraft): Promise<void> | void {
   const row = draft.toRow();
-  rt.writer.enqueue(row);
+  const written = rt.writer.add(row);
   recordMetrics(rt, row, draft);
   rt.log.info(
     { reqId: row.request_id, generation: row.id, model: row.served_model ?? row.requested_model, provider: row.provider, status: row.status, code: row.error_code, streamed: draft.streamed, attempts: draft.attempts.length, prompt_tokens: row.prompt_tokens, completion_tokens: row.completion_tokens, ms: row.latency_ms, ttft_ms: row.ttft_ms },
     'generation',
   );
+  return written;
 }
 
 /** Count a finished generation in the Prometheus metrics. */

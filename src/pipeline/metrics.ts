@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { GenerationWriter } from '../store/generation-writer.js';
 
 /**
  * Prometheus metrics of one gateway (`GET /metrics`). Durations are seconds, as Prometheus
@@ -14,8 +15,24 @@ export class GatewayMetrics {
   readonly attempts = new Counter({ name: 'opinference_upstream_attempts_total', help: 'Upstream attempts by endpoint and outcome code (ok or an error code).', labelNames: ['endpoint', 'code'] as const, registers: [this.registry] });
   readonly poolWait = new Histogram({ name: 'opinference_upstream_pool_wait_seconds', help: 'Time upstream calls waited for a local connection slot (all max_connections busy), by provider; calls that found a free slot are not observed.', labelNames: ['provider'] as const, buckets: [0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30], registers: [this.registry] });
   readonly inFlight = new Gauge({ name: 'opinference_in_flight_generations', help: 'Generations being served now.', registers: [this.registry] });
+  readonly recordsDropped = new Counter({ name: 'opinference_records_dropped_total', help: 'Generation records given up on, by reason (invalid_record, queue_full, shutdown).', labelNames: ['reason'] as const, registers: [this.registry] });
+  readonly recordWriteFailures = new Counter({ name: 'opinference_record_write_failures_total', help: 'Failed writes of generation records (each is retried), by error code (e.g. SQLITE_FULL).', labelNames: ['code'] as const, registers: [this.registry] });
+  readonly recordsClamped = new Counter({ name: 'opinference_records_clamped_total', help: 'Generation records written with implausible usage or cost clamped (usage_clamped).', registers: [this.registry] });
+  readonly recordsQueued: Gauge = new Gauge({ name: 'opinference_records_queued', help: 'Generation records waiting to be written.', registers: [this.registry], collect: () => this.writer && this.recordsQueued.set(this.writer.queued) });
+  readonly recordsWritable: Gauge = new Gauge({ name: 'opinference_records_writable', help: '1 while generation records can be written, 0 while writes fail or the database file is gone.', registers: [this.registry], collect: () => this.writer && this.recordsWritable.set(this.writer.problem === null ? 1 : 0) });
+  private writer: GenerationWriter | undefined;
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'opinference_' });
+  }
+
+  /** Count a record writer's failures, drops and clamps, and report its queue on each scrape. */
+  observeWriter(writer: GenerationWriter): void {
+    writer.hooks = {
+      writeFailed: (code) => this.recordWriteFailures.inc({ code }),
+      dropped: (count, reason) => this.recordsDropped.inc({ reason }, count),
+      clamped: () => this.recordsClamped.inc(),
+    };
+    this.writer = writer;
   }
 }

@@ -71,6 +71,8 @@ async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: 
     if (!sink.finished) state.clientGone.abort();
   };
   sink.onClose(onClose);
+  // records.durability strict: the response's last byte waits for its record to be committed.
+  const releaseResponse = rt.writer.strict ? sink.holdEnd() : undefined;
   rt.inFlight++;
   rt.metrics.inFlight.inc();
   const keepAliveMs = rt.config.server.keepalive_interval_ms;
@@ -101,6 +103,7 @@ async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: 
       void rt.limits.addTokens(draft.keyId, (draft.usage.promptTokens ?? 0) + (draft.usage.completionTokens ?? 0), Date.now()).catch(() => {});
     }
     sink.offClose(onClose);
-    finishGeneration(rt, draft);
+    await finishGeneration(rt, draft);
+    releaseResponse?.();
   }
 }

@@ -128,7 +128,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     config,
     catalog: buildCatalog(config),
     pools: new UpstreamPools(observePoolWait),
-    writer: new GenerationWriter(db, app.log),
+    writer: new GenerationWriter(db, app.log, config.records.flush_interval_ms),
     log: app.log,
     adapters: new Map(),
     health: new HealthRegistry(healthSettings(config)),
@@ -148,6 +148,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
       return BigInt(row?.total ?? '0');
     },
   };
+  runtime.writer.configure(config.records);
+  runtime.metrics.observeWriter(runtime.writer);
   const rt = () => runtime;
   const keys = new KeyResolver(db, options.adminKey);
 
@@ -201,6 +203,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
     if (!(await runtime.limits.ping())) return reply.code(503).send({ status: 'not ready', reason: 'the limit store (OP_REDIS_URL) cannot be reached' });
     const local = localModelsNotReady(runtime.config);
     if (local) return reply.code(503).send({ status: 'not ready', reason: local });
+    const records = runtime.writer.problem;
+    if (records !== null) return reply.code(503).send({ status: 'not ready', reason: records });
     if (runtime.catalog.empty) return reply.code(200).send({ status: 'ready', warning: 'no models configured' });
     return { status: 'ready', models: runtime.catalog.models.size };
   });
@@ -222,6 +226,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
       runtime.catalog = buildCatalog(config);
       runtime.adapters.clear();
       runtime.health.settings = healthSettings(config);
+      runtime.writer.configure(config.records);
       // New pools pick up changed providers; the old ones close once their calls finish.
       const oldPools = runtime.pools;
       runtime.pools = new UpstreamPools(observePoolWait);
@@ -230,7 +235,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     async close() {
       stopPurge();
       await app.close();
-      await runtime.writer.flush();
+      await runtime.writer.close();
       await runtime.pools.close();
       await runtime.limits.close();
       await redis?.close();

@@ -1,5 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import type { ClientSink } from '../pipeline/client-sink.js';
+import { holdResponseEnd } from './response-gate.js';
 
 /** The pipeline's {@link ClientSink} over a Fastify reply; one per request. */
 export class FastifyClientSink implements ClientSink {
@@ -49,6 +50,10 @@ export class FastifyClientSink implements ClientSink {
 
   abandon(): void {
     if (!this.reply.sent) this.reply.hijack();
+  }
+
+  holdEnd(): () => void {
+    return holdResponseEnd(this.reply.raw);
   }
 
   onClose(listener: () => void): void {

@@ -1,43 +1,152 @@
 import type { Kysely } from 'kysely';
 import type { Database, GenerationsTable } from './schema.js';
 import { applyRollups } from './usage-rollup.js';
+import { boundRow, degradedRow, isEnvironmentError, describeWriteError } from './record-guard.js';
+import { DatabaseFileWatch } from './database-file-watch.js';
 
 /** Minimal logger shape (pino-compatible). */
 export interface WriterLogger {
   error(obj: object, msg: string): void;
+  warn?(obj: object, msg: string): void;
 }
+
+/** What the writer reports to metrics. */
+export interface WriterHooks {
+  /** A write of a batch (or a row) failed and will be retried; `code` is the error's code (`SQLITE_FULL`). */
+  writeFailed?(code: string): void;
+  /** Records given up on: `reason` is `invalid_record`, `queue_full` or `shutdown`. */
+  dropped?(count: number, reason: string): void;
+  /** A record whose usage or cost was out of bounds was written clamped. */
+  clamped?(): void;
+}
+
+/** How the writer flushes (`records.*` of the config). */
+export interface WriterSettings {
+  /** Longest a record waits in memory before its batch is written, in ms. */
+  flush_interval_ms: number;
+  /** `strict`: {@link GenerationWriter.add} returns a promise settled once the record's write was tried. */
+  durability: 'batched' | 'strict';
+  /** Most records held in memory while writes fail. */
+  max_queued: number;
+}
+
+/** First retry delay after a failed write, in ms; doubles per failure up to {@link RETRY_MAX_MS}. */
+export const RETRY_MIN_MS = 100;
+/** Longest delay between two retries of a failing write, in ms. */
+export const RETRY_MAX_MS = 5_000;
+/** How long {@link GenerationWriter.close} keeps retrying a failing database before dropping what is left, in ms. */
+export const CLOSE_RETRY_MS = 5_000;
+
+type Waiter = () => void;
 
 /**
  * Writes generation records off the response path: rows are queued and inserted in batches
- * (one transaction per batch) every `intervalMs` or when `batchSize` rows wait. Rows still
- * queued are visible through {@link GenerationWriter.pending} so a lookup right after a
- * response finds them. `flush()` drains the queue (used at shutdown).
+ * (one transaction per batch, with their rollups) once the oldest has waited half of
+ * `flush_interval_ms` (so that it is committed within the interval), or at once when
+ * `batchSize` rows wait. Rows still queued are visible through
+ * {@link GenerationWriter.pending} so a lookup right after a response finds them.
+ *
+ * Nothing is lost silently: implausible usage or cost is clamped and flagged (`usage_clamped`);
+ * a batch refused because of one bad row is retried row by row and the bad row written in a
+ * reduced form (no usage, cost 0, `record_error` in its detail) or, if even that fails, dropped
+ * and counted. A database that cannot be written (disk full, read-only, deleted file) makes
+ * {@link problem} non-null (`/ready` answers 503), is logged with its real error, and the batch
+ * is retried with backoff ({@link RETRY_MIN_MS}…{@link RETRY_MAX_MS}); records beyond
+ * `max_queued` are dropped, oldest first, and counted.
  */
 export class GenerationWriter {
   private queue: GenerationsTable[] = [];
   private readonly byId = new Map<string, GenerationsTable>();
+  private readonly waiters = new Map<string, Waiter>();
   private timer: NodeJS.Timeout | undefined;
-  private flushing: Promise<void> = Promise.resolve();
+  /** The pending timer is the zero-delay one (a batch is due now). */
+  private timerImmediate = false;
+  /** performance.now() when the oldest queued row was queued. */
+  private oldestAt = 0;
+  private running: Promise<void> | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryDelay = RETRY_MIN_MS;
+  private failure: string | null = null;
+  private fileWatch: DatabaseFileWatch | undefined;
+  private closing = false;
+  private settings: WriterSettings;
   /** Rows written since start. */
   written = 0;
+  /** Rows given up on since start. */
+  dropped = 0;
   /** Called after each batch is committed (e.g. to settle spend caches). */
   onWritten: ((rows: readonly GenerationsTable[]) => void) | undefined;
+  hooks: WriterHooks = {};
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly log: WriterLogger,
-    private readonly intervalMs = 50,
+    intervalMs = 200,
     private readonly batchSize = 500,
-  ) {}
+  ) {
+    this.settings = { flush_interval_ms: intervalMs, durability: 'batched', max_queued: Math.max(100_000, batchSize) };
+  }
 
-  /** Queue one record. */
+  /** Apply `records.*` settings (at start and on config reload). */
+  configure(settings: Partial<WriterSettings>): void {
+    this.settings = { ...this.settings, ...settings };
+  }
+
+  /** True when `records.durability` is `strict`. */
+  get strict(): boolean {
+    return this.settings.durability === 'strict';
+  }
+
+  /** Rows waiting to be written. */
+  get queued(): number {
+    return this.queue.length;
+  }
+
+  /**
+   * Why records cannot be written now (the last write error, or the database file gone), or
+   * null when they can. `/ready` answers 503 while this is set.
+   */
+  get problem(): string | null {
+    return this.failure ?? this.fileWatch?.check() ?? null;
+  }
+
+  /**
+   * Check the SQLite file at `path` for deletion or replacement every `intervalMs` and before
+   * each write; a change is logged once as an error and reported by {@link problem}.
+   */
+  watchFile(path: string, intervalMs = 2_000): void {
+    this.fileWatch?.stop();
+    this.fileWatch = new DatabaseFileWatch(path, intervalMs, (message) => this.log.error({ path }, message));
+  }
+
+  /**
+   * Queue one record. In `strict` durability returns a promise settled once the record is
+   * committed (or its write failed and it waits for a retry); else returns nothing.
+   * Never throws, never rejects.
+   */
+  add(row: GenerationsTable): Promise<void> | void {
+    // While the database fails, a strict response does not wait for the next retry (/ready is 503).
+    if (!this.strict || this.failure !== null) return this.enqueue(row);
+    const written = new Promise<void>((resolve) => this.waiters.set(row.id, resolve));
+    this.enqueue(row);
+    return written;
+  }
+
+  /** Queue one record (batched: the write happens within `flush_interval_ms`). */
   enqueue(row: GenerationsTable): void {
+    const now = performance.now();
+    if (this.queue.length === 0) this.oldestAt = now;
     this.queue.push(row);
     this.byId.set(row.id, row);
-    if (this.queue.length >= this.batchSize) void this.flush();
-    else if (!this.timer) {
-      this.timer = setTimeout(() => void this.flush(), this.intervalMs);
-      this.timer.unref();
+    if (this.queue.length > this.settings.max_queued) this.shed();
+    if (this.retryTimer) return; // a failing database: the retry timer drives the writes
+    // A batch starts when its oldest row is half the interval old: the other half is for the
+    // write itself and event-loop delays, so each row is committed within the interval.
+    const due = this.settings.flush_interval_ms / 2;
+    if (this.strict || this.queue.length >= this.batchSize || now - this.oldestAt >= due) {
+      this.schedule(0);
+    } else if (!this.timer) {
+      this.schedule(due - (now - this.oldestAt));
     }
   }
 
@@ -46,35 +155,201 @@ export class GenerationWriter {
     return this.byId.get(id);
   }
 
-  /** Write everything queued now; resolves when it is in the database. */
+  /** Write everything queued now; resolves when it is in the database or a write failed. */
   flush(): Promise<void> {
-    if (this.timer) {
-      clearTimeout(this.timer);
-      this.timer = undefined;
-    }
-    this.flushing = this.flushing.then(() => this.writeBatch());
-    return this.flushing;
+    this.clearTimer();
+    this.running ??= this.drain().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
   }
 
-  private async writeBatch(): Promise<void> {
+  /**
+   * Flush at shutdown: retry a failing database for up to `retryMs`, then drop what is left
+   * (logged and counted), so shutdown never waits on a dead disk.
+   */
+  async close(retryMs = CLOSE_RETRY_MS): Promise<void> {
+    this.closing = true;
+    this.fileWatch?.stop();
+    const deadline = performance.now() + retryMs;
+    await this.flush();
+    while (this.queue.length > 0 && performance.now() < deadline) {
+      await new Promise((r) => setTimeout(r, Math.min(this.retryDelay, Math.max(0, deadline - performance.now()))));
+      this.clearRetry();
+      await this.flush();
+    }
+    this.clearRetry();
+    if (this.queue.length > 0) {
+      const n = this.queue.length;
+      this.log.error({ count: n, error: this.failure }, `shutdown: ${n} generation records could not be written and are lost`);
+      this.drop(this.queue.splice(0), 'shutdown');
+    }
+  }
+
+  private schedule(ms: number): void {
+    if (ms <= 0) {
+      if (this.timerImmediate) return;
+      this.clearTimer();
+      // A macrotask later, so that rows finishing in the same turn share the transaction.
+      this.timer = setTimeout(() => void this.flush(), 0);
+      this.timerImmediate = true;
+    } else if (!this.timer) {
+      this.timer = setTimeout(() => void this.flush(), ms);
+      this.timer.unref();
+    }
+  }
+
+  private clearTimer(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerImmediate = false;
+  }
+
+  private clearRetry(): void {
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+  }
+
+  /** Drop the oldest rows beyond `max_queued`. */
+  private shed(): void {
+    const extra = this.queue.length - this.settings.max_queued;
+    const rows = this.queue.splice(0, extra);
+    this.log.error({ count: extra, max_queued: this.settings.max_queued, error: this.failure }, 'record queue full (records.max_queued): dropping the oldest generation records');
+    this.drop(rows, 'queue_full');
+  }
+
+  private drop(rows: readonly GenerationsTable[], reason: string): void {
+    for (const row of rows) this.forget(row);
+    this.dropped += rows.length;
+    this.hooks.dropped?.(rows.length, reason);
+  }
+
+  private forget(row: GenerationsTable): void {
+    this.byId.delete(row.id);
+    const w = this.waiters.get(row.id);
+    if (w) {
+      this.waiters.delete(row.id);
+      w();
+    }
+  }
+
+  private async drain(): Promise<void> {
     while (this.queue.length > 0) {
       const batch = this.queue;
       this.queue = [];
+      const left = await this.writeRows(batch);
+      if (left.length === 0) {
+        if (this.failure) {
+          this.log.error({ queued: this.queue.length }, 'generation records can be written again');
+          this.failure = null;
+          this.retryDelay = RETRY_MIN_MS;
+        }
+        continue;
+      }
+      // The database refused: keep the rows first in line and retry later.
+      this.queue = left.concat(this.queue);
+      this.oldestAt = performance.now();
+      // In strict durability a response waits for one try only; the row stays visible to lookups.
+      for (const row of left) {
+        this.forget(row);
+        this.byId.set(row.id, row);
+      }
+      if (!this.closing) {
+        this.clearRetry();
+        this.retryTimer = setTimeout(() => {
+          this.retryTimer = undefined;
+          void this.flush();
+        }, this.retryDelay);
+        this.retryTimer.unref();
+      }
+      this.retryDelay = Math.min(this.retryDelay * 2, RETRY_MAX_MS);
+      return;
+    }
+  }
+
+  /** Insert rows with their rollups; returns the rows not written because the database failed. */
+  private async writeRows(batch: GenerationsTable[]): Promise<GenerationsTable[]> {
+    const rows = batch.map((r) => this.bounded(r));
+    const fileProblem = this.fileWatch?.check();
+    try {
+      await this.insert(rows);
+      this.committed(batch, rows);
+      return [];
+    } catch (err) {
+      if (isEnvironmentError(err)) return this.failed(err, batch, fileProblem);
+      this.log.warn?.({ err: describeWriteError(err), count: rows.length }, 'a batch of generation records was refused; writing its rows one by one');
+    }
+    // One bad row must not take its batch down: write each row alone.
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i]!;
       try {
-        await this.db.transaction().execute(async (trx) => {
-          // SQLite caps bound variables per statement; 20 rows × 35 columns stays well under.
-          for (let i = 0; i < batch.length; i += 20) {
-            await trx.insertInto('generations').values(batch.slice(i, i + 20)).execute();
-          }
-          await applyRollups(trx, batch);
-        });
-        this.written += batch.length;
-        this.onWritten?.(batch);
+        await this.insert([row]);
+        this.committed([batch[i]!], [row]);
+        continue;
       } catch (err) {
-        this.log.error({ err, count: batch.length }, 'failed to write generation records');
-      } finally {
-        for (const row of batch) this.byId.delete(row.id);
+        if (isEnvironmentError(err)) return this.failed(err, batch.slice(i), fileProblem);
+        const reduced = degradedRow(row, err);
+        try {
+          await this.insert([reduced]);
+          this.log.error({ err: describeWriteError(err), generation: row.id }, 'a generation record was refused by the database; stored without its usage, cost and text (see its detail.record_error)');
+          this.committed([batch[i]!], [reduced]);
+        } catch (err2) {
+          if (isEnvironmentError(err2)) return this.failed(err2, batch.slice(i), fileProblem);
+          this.log.error({ err: describeWriteError(err), generation: row.id }, 'a generation record was refused by the database and dropped');
+          this.drop([batch[i]!], 'invalid_record');
+        }
       }
     }
+    return [];
+  }
+
+  /**
+   * One transaction: the rows and their rollups. Throws the error that failed the transaction:
+   * SQLite rolls back by itself on SQLITE_FULL or an I/O error, and the ROLLBACK that follows
+   * then fails with "no transaction is active", which must not hide the real cause.
+   */
+  private async insert(rows: readonly GenerationsTable[]): Promise<void> {
+    let cause: unknown;
+    try {
+      await this.db.transaction().execute(async (trx) => {
+        try {
+          // SQLite caps bound variables per statement; 20 rows × 35 columns stays well under.
+          for (let i = 0; i < rows.length; i += 20) {
+            await trx.insertInto('generations').values(rows.slice(i, i + 20)).execute();
+          }
+          await applyRollups(trx, rows);
+        } catch (err) {
+          cause = err;
+          throw err;
+        }
+      });
+    } catch (err) {
+      throw cause ?? err;
+    }
+  }
+
+  private bounded(row: GenerationsTable): GenerationsTable {
+    const b = boundRow(row);
+    if (b !== row) this.hooks.clamped?.();
+    return b;
+  }
+
+  private committed(queued: readonly GenerationsTable[], rows: readonly GenerationsTable[]): void {
+    for (const row of queued) this.forget(row);
+    this.written += rows.length;
+    this.onWritten?.(rows);
+  }
+
+  private failed(err: unknown, rows: GenerationsTable[], fileProblem: string | null | undefined): GenerationsTable[] {
+    const error = describeWriteError(err);
+    this.hooks.writeFailed?.(error.code);
+    const message = fileProblem ?? `generation records cannot be written: ${error.code}: ${error.message}`;
+    if (this.failure === null) {
+      this.log.error({ err: error, count: rows.length, retryInMs: this.retryDelay }, `${message}; retrying with backoff, /ready answers 503 until a write succeeds`);
+    } else {
+      (this.log.warn ?? this.log.error).call(this.log, { err: error, count: rows.length, queued: rows.length + this.queue.length, retryInMs: this.retryDelay }, 'generation records still cannot be written; retrying');
+    }
+    this.failure = message;
+    return rows;
   }
 }
