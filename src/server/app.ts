@@ -17,6 +17,7 @@ import { registerCors } from './cors.js';
 import { KeyResolver } from './auth.js';
 import { parseJsonBody } from './json-body.js';
 import { registerGenerateRoutes } from './routes/generate.js';
+import { registerCountTokensRoute } from './routes/messages-count-tokens.js';
 import { registerGenerationRoutes } from './routes/generation.js';
 import { registerModelRoutes } from './routes/models.js';
 import { registerUsageRoutes } from './routes/usage.js';
@@ -192,6 +193,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     return { status: 'ready', models: runtime.catalog.models.size };
   });
   registerGenerateRoutes(app, rt);
+  registerCountTokensRoute(app, rt);
   registerModelRoutes(app, rt);
   registerGenerationRoutes(app, rt, db);
   registerUsageRoutes(app, rt, db);
