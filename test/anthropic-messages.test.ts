@@ -12,6 +12,7 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { generateText, streamText } from 'ai';
 import { encodePieces, fixturesAvailable, loadChunks, loadJson, startUpstream, type Upstream } from './helpers/replay-upstream.js';
 import { startGateway, type TestGateway } from './helpers/gateway.js';
+import { parseConfig } from '../src/config/load.js';
 import { errorBodySchema, messageSchema, parseAnthropicStream } from './helpers/anthropic-schema.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -322,6 +323,13 @@ describe('Anthropic Messages ingress', { skip }, () => {
     assert.equal(badBlock.status, 400);
     assert.equal(JSON.parse(badBlock.text).error.param, 'messages[0].content[0].source.media_type');
 
+    const get = await fetch(`${gw.origin}/v1/messages`, { headers: { 'x-api-key': secret } });
+    assert.equal(get.status, 405);
+    assert.equal(errorBodySchema.parse(await get.json()).error.type, 'invalid_request_error');
+    const noKey = await fetch(`${gw.origin}/v1/messages/count_tokens`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    assert.equal(noKey.status, 401);
+    assert.equal(((await noKey.json()) as Json).error.code, 'missing_api_key');
+
     const limited = await gw.gateway.app.inject({
       method: 'POST', url: '/v1/keys', headers: { authorization: `Bearer ${gw.adminKey}` },
       payload: { name: 'rpm1', rate_limit: { requests_per_minute: 1 } },
@@ -397,3 +405,12 @@ describe('Anthropic Messages ingress', { skip }, () => {
     assert.equal(rec.retention, 'none');
   });
 });
+
+test('config: an alias may not be a model id or the alias of another model', () => {
+  const model = (id: string, aliases: string[]) => ({ id, context_length: 1000, aliases, endpoints: [{ provider: 'a', upstream_model: 'm', pricing: { prompt: 1, completion: 1 } }] });
+  assert.throws(
+    () => parseConfig({ providers: [{ id: 'a', kind: 'anthropic' }], models: [model('x/one', ['claude-a']), model('x/two', ['claude-a', 'x/one'])] }, 'test'),
+    (err: Error) => err.message.includes('models[1].aliases[0]: "claude-a" is already an alias of x/one') && err.message.includes('models[1].aliases[1]: "x/one" is the id of a model'),
+  );
+});
+
