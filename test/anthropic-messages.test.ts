@@ -25,17 +25,19 @@ const endpoint = (provider: string, upstream: string, extra: Json = {}) => ({
   supported_parameters: ['temperature', 'top_p', 'top_k', 'max_tokens', 'stop', 'tools', 'tool_choice', 'reasoning'], ...extra,
 });
 
-function config(anth: Upstream, oai: Upstream) {
+function config(anth: Upstream, oai: Upstream, gem: Upstream) {
   return {
     retention: 7,
     server: { keepalive_interval_ms: 40 },
     providers: [
       { id: 'anth', kind: 'anthropic', base_url: anth.url, api_key: 'sk-ant-upstream' },
       { id: 'oai', kind: 'openai', base_url: oai.url, api_key: 'sk-oai-upstream' },
+      { id: 'gem', kind: 'gemini', base_url: new URL(gem.url).origin, api_key: 'gem-key' },
     ],
     models: [
       { id: 'anthropic/claude-sonnet-4.5', name: 'Claude Sonnet 4.5', context_length: 200000, aliases: ['claude-sonnet-4-5'], endpoints: [endpoint('anth', 'claude-sonnet-4-5-20250929', { max_completion_tokens: 64000 })] },
       { id: 'openai/gpt-test', name: 'GPT test', context_length: 128000, architecture: { input_modalities: ['text', 'image'] }, endpoints: [endpoint('oai', 'gpt-up')] },
+      { id: 'google/gemini-test', context_length: 1000000, endpoints: [endpoint('gem', 'gemini-up')] },
       { id: 'anthropic/claude-fallback', context_length: 200000, endpoints: [endpoint('anth', 'claude-down'), endpoint('oai', 'gpt-backup', { pricing: { prompt: 30, completion: 60 } })] },
     ],
   };
@@ -51,13 +53,15 @@ describe('Anthropic Messages ingress', { skip }, () => {
   let gw: TestGateway;
   let anth: Upstream;
   let oai: Upstream;
+  let gem: Upstream;
   let secret: string;
   let client: Anthropic;
 
   before(async () => {
     anth = await startUpstream();
     oai = await startUpstream();
-    gw = await startGateway(config(anth, oai));
+    gem = await startUpstream();
+    gw = await startGateway(config(anth, oai, gem));
     secret = (await gw.createKey('messages')).secret;
     client = new Anthropic({ apiKey: secret, baseURL: gw.origin, maxRetries: 0, defaultHeaders: { 'anthropic-beta': BETA } });
   });
@@ -65,10 +69,12 @@ describe('Anthropic Messages ingress', { skip }, () => {
     await gw.close();
     await anth.close();
     await oai.close();
+    await gem.close();
   });
   afterEach(() => {
     anth.requests.length = 0;
     oai.requests.length = 0;
+    gem.requests.length = 0;
   });
 
   async function lastRecord(): Promise<Json> {
@@ -277,6 +283,30 @@ describe('Anthropic Messages ingress', { skip }, () => {
     assert.match(JSON.parse((await lastRecord()).detail).warnings[0], /1 unsigned thinking block\(s\) left out/);
   });
 
+  test('translation to a gemini upstream: thinking, a tool call with its input, stop reason and usage', async () => {
+    gem.enqueue({
+      framing: 'gemini',
+      sse: [
+        JSON.stringify({ candidates: [{ content: { role: 'model', parts: [{ text: 'Weather needs a tool.', thought: true }] } }] }),
+        JSON.stringify({
+          candidates: [{ content: { role: 'model', parts: [{ functionCall: { name: 'weather', args: { location: 'Rome' } }, thoughtSignature: 'c2lnbmF0dXJl' }] }, finishReason: 'STOP' }],
+          usageMetadata: { promptTokenCount: 20, candidatesTokenCount: 5, thoughtsTokenCount: 3, totalTokenCount: 28 },
+        }),
+      ],
+    });
+    const res = await rawStream({ model: 'google/gemini-test', max_tokens: 300, tools: [{ name: 'weather', input_schema: { type: 'object', properties: { location: { type: 'string' } } } }], messages: [{ role: 'user', content: 'Weather in Rome?' }] });
+    const events = parseAnthropicStream(res.text).filter((e) => e.type !== 'ping') as Json[];
+    assert.deepEqual(events.filter((e) => e.type === 'content_block_start').map((e) => [e.index, e.content_block.type]), [[0, 'thinking'], [1, 'tool_use']]);
+    assert.deepEqual(events.filter((e) => e.type === 'content_block_delta').map((e) => e.delta), [
+      { type: 'thinking_delta', thinking: 'Weather needs a tool.' },
+      { type: 'input_json_delta', partial_json: '{"location":"Rome"}' },
+    ]);
+    const md = events.find((e) => e.type === 'message_delta')!;
+    assert.equal(md.delta.stop_reason, 'tool_use');
+    assert.deepEqual(md.usage, { input_tokens: 20, output_tokens: 8, cache_creation_input_tokens: null, cache_read_input_tokens: null });
+    assert.match(gem.requests[0]!.path, /gemini-up:streamGenerateContent/);
+  });
+
   test('fallback from a failing anthropic endpoint to an openai one, one record with both attempts', async () => {
     anth.enqueue({ status: 529, json: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } });
     oai.enqueue({ sse: [openaiChunk({ role: 'assistant', content: 'Backup here.' }), openaiChunk({}, 'stop', { prompt_tokens: 8, completion_tokens: 3 })] });
@@ -375,8 +405,8 @@ describe('Anthropic Messages ingress', { skip }, () => {
   test('GET /v1/models in Anthropic\'s shape with anthropic-version (aliases listed), OpenAI\'s otherwise', async () => {
     const page = await client.models.list({ limit: 1000 });
     const ids = page.data.map((m) => m.id);
-    assert.deepEqual(ids, ['anthropic/claude-sonnet-4.5', 'openai/gpt-test', 'anthropic/claude-fallback', 'claude-sonnet-4-5']);
-    assert.deepEqual(page.data[3], { type: 'model', id: 'claude-sonnet-4-5', display_name: 'Claude Sonnet 4.5', created_at: '1970-01-01T00:00:00.000Z' });
+    assert.deepEqual(ids, ['anthropic/claude-sonnet-4.5', 'openai/gpt-test', 'google/gemini-test', 'anthropic/claude-fallback', 'claude-sonnet-4-5']);
+    assert.deepEqual(page.data[4], { type: 'model', id: 'claude-sonnet-4-5', display_name: 'Claude Sonnet 4.5', created_at: '1970-01-01T00:00:00.000Z' });
     const small = await fetch(`${gw.origin}/v1/models?limit=2`, { headers: { 'x-api-key': secret, 'anthropic-version': '2023-06-01' } });
     assert.deepEqual(await small.json(), { data: [
       { type: 'model', id: 'anthropic/claude-sonnet-4.5', display_name: 'Claude Sonnet 4.5', created_at: '1970-01-01T00:00:00.000Z' },

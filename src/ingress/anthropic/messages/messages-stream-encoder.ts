@@ -1,3 +1,4 @@
+import type { ContentBlockKind } from '../../../core/stream-part.js';
 import type { ResponseIdentity, StreamEncoder } from '../../types.js';
 import { anthropicErrorBody } from '../error-envelope.js';
 import { ANTHROPIC_REASONING_FORMAT } from './convert-messages-to-chat.js';
@@ -10,7 +11,10 @@ export const sseEvent = (type: string, data: unknown): string => `event: ${type}
 export const PING_EVENT = sseEvent('ping', { type: 'ping' });
 
 /**
- * Messages API stream events from internal stream parts (the pipeline frames them into blocks):
+ * Messages API stream events from internal stream parts (the pipeline frames them into blocks;
+ * a block is announced only with its first content, so one with nothing Anthropic can carry —
+ * e.g. only another vendor's reasoning signature — leaves no empty block, and indexes stay
+ * dense):
  * `message_start` (usage: the gateway's input estimate, output 0), per block
  * `content_block_start` / `content_block_delta` / `content_block_stop` — text (`text_delta`),
  * reasoning as `thinking` (`thinking_delta`, and `signature_delta` for an Anthropic signature),
@@ -22,7 +26,19 @@ export const PING_EVENT = sseEvent('ping', { type: 'ping' });
 export function messagesStreamEncoder(ident: ResponseIdentity): StreamEncoder {
   /** Anthropic block index of each tool call, by the internal tool-call index. */
   const toolBlock = new Map<number, number>();
-  let open = -1;
+  /** The framed block open now, and its Anthropic index once announced. */
+  let current: { kind: ContentBlockKind; index: number | null } | null = null;
+  let next = 0;
+  const delta = (index: number, d: unknown) => sseEvent('content_block_delta', { type: 'content_block_delta', index, delta: d });
+  /** Announce the open block (text or thinking) if not yet done; its index and the start event. */
+  const open = (block: Record<string, string>): [number, string] => {
+    if (current === null) current = { kind: block.type === 'thinking' ? 'reasoning' : 'text', index: null };
+    if (current.index !== null) return [current.index, ''];
+    current.index = next++;
+    return [current.index, sseEvent('content_block_start', { type: 'content_block_start', index: current.index, content_block: block })];
+  };
+  const TEXT = { type: 'text', text: '' };
+  const THINKING = { type: 'thinking', thinking: '', signature: '' };
   return {
     start: () =>
       sseEvent('message_start', {
@@ -34,42 +50,43 @@ export function messagesStreamEncoder(ident: ResponseIdentity): StreamEncoder {
       }),
     part(p) {
       switch (p.type) {
-        case 'block-start': {
-          open = p.index;
-          switch (p.block) {
-            case 'text':
-            case 'refusal':
-              return sseEvent('content_block_start', { type: 'content_block_start', index: p.index, content_block: { type: 'text', text: '' } });
-            case 'reasoning':
-              return sseEvent('content_block_start', { type: 'content_block_start', index: p.index, content_block: { type: 'thinking', thinking: '', signature: '' } });
-            case 'tool-call':
-              return ''; // written with the tool call's start (it carries the id and name)
-          }
+        case 'block-start':
+          current = { kind: p.block, index: null };
           return '';
+        case 'block-end': {
+          const index = current?.index ?? null;
+          current = null;
+          return index === null ? '' : sseEvent('content_block_stop', { type: 'content_block_stop', index });
         }
-        case 'block-end':
-          return sseEvent('content_block_stop', { type: 'content_block_stop', index: p.index });
         case 'text':
-        case 'refusal':
-          return sseEvent('content_block_delta', { type: 'content_block_delta', index: open, delta: { type: 'text_delta', text: p.text } });
-        case 'reasoning':
-          return sseEvent('content_block_delta', { type: 'content_block_delta', index: open, delta: { type: 'thinking_delta', thinking: p.text } });
+        case 'refusal': {
+          const [index, startEvent] = open(TEXT);
+          return startEvent + delta(index, { type: 'text_delta', text: p.text });
+        }
+        case 'reasoning': {
+          const [index, startEvent] = open(THINKING);
+          return startEvent + delta(index, { type: 'thinking_delta', thinking: p.text });
+        }
         case 'reasoning-details': {
           let out = '';
           for (const d of p.details) {
-            if (d.signature && (d.format === undefined || d.format === ANTHROPIC_REASONING_FORMAT)) {
-              out += sseEvent('content_block_delta', { type: 'content_block_delta', index: open, delta: { type: 'signature_delta', signature: d.signature } });
-            }
+            if (d.type !== 'reasoning.text' || !d.signature || (d.format !== undefined && d.format !== ANTHROPIC_REASONING_FORMAT)) continue;
+            const [index, startEvent] = open(THINKING);
+            out += startEvent + delta(index, { type: 'signature_delta', signature: d.signature });
           }
           return out;
         }
-        case 'tool-call-start':
-          toolBlock.set(p.index, open);
-          return sseEvent('content_block_start', { type: 'content_block_start', index: open, content_block: { type: 'tool_use', id: p.id, name: p.name, input: {} } });
-        case 'tool-call-delta':
-          return p.argumentsDelta === ''
-            ? ''
-            : sseEvent('content_block_delta', { type: 'content_block_delta', index: toolBlock.get(p.index) ?? open, delta: { type: 'input_json_delta', partial_json: p.argumentsDelta } });
+        case 'tool-call-start': {
+          const index = next++;
+          current = { kind: 'tool-call', index };
+          toolBlock.set(p.index, index);
+          return sseEvent('content_block_start', { type: 'content_block_start', index, content_block: { type: 'tool_use', id: p.id, name: p.name, input: {} } });
+        }
+        case 'tool-call-delta': {
+          const index = toolBlock.get(p.index);
+          // Arguments of a call whose block already closed cannot be sent in Anthropic's format.
+          return p.argumentsDelta === '' || index === undefined || index !== current?.index ? '' : delta(index, { type: 'input_json_delta', partial_json: p.argumentsDelta });
+        }
       }
     },
     finish: (reason, usage) =>
