@@ -13,6 +13,8 @@ import { generateText, streamText } from 'ai';
 import { encodePieces, fixturesAvailable, loadChunks, loadJson, startUpstream, type Upstream } from './helpers/replay-upstream.js';
 import { startGateway, type TestGateway } from './helpers/gateway.js';
 import { parseConfig } from '../src/config/load.js';
+import { convertMessagesToChat } from '../src/ingress/anthropic/messages/convert-messages-to-chat.js';
+import { parseMessagesRequest } from '../src/ingress/anthropic/messages/messages-request-schema.js';
 import { errorBodySchema, messageSchema, parseAnthropicStream } from './helpers/anthropic-schema.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -373,6 +375,16 @@ describe('Anthropic Messages ingress', { skip }, () => {
     assert.equal((rate.error as Json).error.type, 'rate_limit_error');
     assert.equal((rate.error as Json).error.code, 'rate_limited');
 
+    const poor = await gw.gateway.app.inject({
+      method: 'POST', url: '/v1/keys', headers: { authorization: `Bearer ${gw.adminKey}` }, payload: { name: 'poor', limit: 0.000001 },
+    });
+    const poorClient = new Anthropic({ apiKey: (poor.json() as Json).key as string, baseURL: gw.origin, maxRetries: 0 });
+    const credit = await poorClient.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 1000, messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e);
+    assert.ok(credit instanceof Anthropic.PaymentRequiredError);
+    assert.equal((credit.error as Json).error.type, 'billing_error');
+    assert.equal((credit.error as Json).error.code, 'insufficient_credits');
+    assert.equal(anth.requests.length, 1, 'nothing sent upstream for the poor key');
+
     anth.enqueue({ status: 529, json: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } });
     const over = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e);
     assert.ok(over instanceof Anthropic.InternalServerError);
@@ -444,3 +456,65 @@ test('config: an alias may not be a model id or the alias of another model', () 
   );
 });
 
+
+test('convertMessagesToChat: every block kind, tool choice, thinking and output config, with the losses listed', () => {
+  const req = parseMessagesRequest({
+    model: 'm', max_tokens: 100, stop_sequences: ['END'], metadata: { user_id: 'u1' }, top_k: 5,
+    system: [{ type: 'text', text: 'sys', cache_control: { type: 'ephemeral' } }],
+    thinking: { type: 'enabled', budget_tokens: 2048 },
+    tool_choice: { type: 'tool', name: 'f', disable_parallel_tool_use: true },
+    tools: [{ name: 'f', input_schema: { type: 'object' } }, { type: 'code_execution_20250825', name: 'code_execution' }],
+    output_config: { effort: 'high', format: { type: 'json_schema', schema: { type: 'object' } } },
+    context_management: { edits: [] },
+    messages: [
+      { role: 'system', content: 'inner system' },
+      { role: 'user', content: [
+        { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBER' }, title: 'a.pdf' },
+        { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'plain doc' } },
+        { type: 'document', source: { type: 'url', url: 'https://example.com/a.pdf' } },
+        { type: 'image', source: { type: 'url', url: 'https://example.com/a.png' } },
+      ] },
+      { role: 'assistant', content: [
+        { type: 'thinking', thinking: 'hmm', signature: 'sig1' },
+        { type: 'redacted_thinking', data: 'opaque' },
+        { type: 'text', text: 'calling' },
+        { type: 'tool_use', id: 't1', name: 'f', input: { a: 1 } },
+      ] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', is_error: true, content: [{ type: 'text', text: 'boom' }, { type: 'image', source: { type: 'url', url: 'https://x/y.png' } }] }] },
+    ],
+  });
+  const { chat, warnings } = convertMessagesToChat(req);
+  assert.deepEqual(chat, {
+    model: 'm', max_tokens: 100, top_k: 5, stop: ['END'], user: 'u1',
+    messages: [
+      { role: 'system', content: [{ type: 'text', text: 'sys', cache_control: { type: 'ephemeral' } }] },
+      { role: 'system', content: [{ type: 'text', text: 'inner system' }] },
+      { role: 'user', content: [
+        { type: 'file', file: { filename: 'a.pdf', file_data: 'data:application/pdf;base64,JVBER' } },
+        { type: 'text', text: 'plain doc' },
+        { type: 'image_url', image_url: { url: 'https://example.com/a.png' } },
+      ] },
+      {
+        role: 'assistant', content: 'calling', reasoning: 'hmm',
+        tool_calls: [{ id: 't1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }],
+        reasoning_details: [
+          { type: 'reasoning.text', text: 'hmm', signature: 'sig1', format: 'anthropic-claude-v1' },
+          { type: 'reasoning.encrypted', data: 'opaque', format: 'anthropic-claude-v1' },
+        ],
+      },
+      { role: 'tool', tool_call_id: 't1', content: 'Error: boom' },
+    ],
+    tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
+    tool_choice: { type: 'function', function: { name: 'f' } },
+    parallel_tool_calls: false,
+    reasoning: { max_tokens: 2048 },
+    reasoning_effort: 'high',
+    response_format: { type: 'json_schema', json_schema: { name: 'response', schema: { type: 'object' }, strict: true } },
+  });
+  assert.deepEqual(warnings, [
+    'messages[1].content[2]: document with source "url" left out',
+    'messages[3].content[0].content[1]: image inside a tool result left out (tool messages carry text only)',
+    'tool "code_execution" (code_execution_20250825) left out: server tools run only on Anthropic',
+    'context_management left out: it has no equivalent outside Anthropic',
+  ]);
+});

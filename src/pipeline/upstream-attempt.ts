@@ -72,7 +72,7 @@ class StreamRelay {
   private readonly framer: ContentBlockFramer | undefined;
 
   constructor(private readonly a: Attempt, ingress: GenerationIngress, private readonly firstTokenTimer: NodeJS.Timeout | undefined) {
-    this.encoder = ingress.createStreamEncoder({ ...identityFor(a.draft, a.target.model.id), promptTokens: ingress.contentBlocks ? a.prompt.estimate() : undefined });
+    this.encoder = ingress.createStreamEncoder({ ...identityFor(a.draft, a.target.model.id), promptTokens: ingress.contentBlocks && !a.lane.relayUpstream ? a.prompt.estimate() : undefined });
     this.framer = ingress.contentBlocks && !a.lane.relayUpstream ? new ContentBlockFramer() : undefined;
   }
 
