@@ -140,6 +140,15 @@ describe('Anthropic Messages ingress', { skip }, () => {
     assert.equal(rec.completion_tokens, 30);
   });
 
+  test('stream asked, the anthropic upstream answers one JSON body: the client still gets a valid event stream', async () => {
+    const recorded = loadJson('anthropic/anthropic-text.json') as Json;
+    anth.enqueue({ json: recorded });
+    const res = await rawStream({ model: 'claude-sonnet-4-5', max_tokens: 100, messages: [{ role: 'user', content: 'Hi' }] });
+    const events = parseAnthropicStream(res.text) as Json[];
+    assert.equal(events.filter((e) => e.type === 'content_block_delta').map((e) => e.delta.text).join(''), recorded.content[0].text);
+    assert.equal(events.find((e) => e.type === 'message_delta')!.delta.stop_reason, 'end_turn');
+  });
+
   test('stream with the SDK, native, ?beta=true: text and final message', async () => {
     anth.enqueue({ sse: loadChunks('anthropic/anthropic-text.chunks.txt'), framing: 'anthropic' });
     const stream = client.beta.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 100, messages: [{ role: 'user', content: 'Hi' }] });

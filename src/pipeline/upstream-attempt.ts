@@ -73,8 +73,14 @@ class StreamRelay {
 
   constructor(private readonly a: Attempt, ingress: GenerationIngress, private readonly firstTokenTimer: NodeJS.Timeout | undefined) {
     this.encoder = ingress.createStreamEncoder({ ...identityFor(a.draft, a.target.model.id), promptTokens: ingress.contentBlocks && !a.lane.relayUpstream ? a.prompt.estimate() : undefined });
-    this.framer = ingress.contentBlocks && !a.lane.relayUpstream ? new ContentBlockFramer() : undefined;
+    this.framer = ingress.contentBlocks ? new ContentBlockFramer() : undefined;
   }
+
+  /**
+   * Whether the upstream's own events are relayed (pass-through lane with an event stream); a
+   * JSON body answering a stream request is still encoded by the API's encoder.
+   */
+  raw = false;
 
   /** Upstream events not yet written (pass-through lane): held until the first content. */
   private pending = '';
@@ -113,7 +119,7 @@ class StreamRelay {
     stopKeepAlive(state);
     sendStreamHeaders(this.a.sink, state, this.a.draft);
     state.outputStarted = true;
-    return this.a.lane.relayUpstream ? undefined : this.a.sink.write(this.encoder.start());
+    return this.raw ? undefined : this.a.sink.write(this.encoder.start());
   }
 
   async emit(part: StreamPart): Promise<void> {
@@ -138,7 +144,7 @@ class StreamRelay {
 
   /** The open content block's end marker, if the API frames blocks. */
   closeBlock(): string {
-    if (!this.framer) return '';
+    if (!this.framer || this.raw) return '';
     let text = '';
     for (const p of this.framer.close()) text += this.encoder.part(p);
     return text;
@@ -173,15 +179,15 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
       for (const part of OutputAccumulator.resultToParts(adapter.parseResult(json, a.lane.operation))) await relay.emit(part);
     } else {
       const transform = adapter.createStreamTransform(a.lane.operation);
-      const raw = a.lane.relayUpstream === true;
+      relay.raw = a.lane.relayUpstream === true;
       for await (const event of sseEvents(res.body)) {
-        if (raw) await relay.relayEvent(event, transform.push(event));
+        if (relay.raw) await relay.relayEvent(event, transform.push(event));
         else for (const part of transform.push(event)) await relay.emit(part);
         if (state.clientGone.signal.aborted) break;
       }
       if (!state.clientGone.signal.aborted) for (const part of transform.flush()) await relay.emit(part);
     }
-    if (a.lane.relayUpstream) {
+    if (relay.raw) {
       // The upstream's own events, message_stop included, are with the client: nothing to add.
       if (state.clientGone.signal.aborted) throw clientClosed();
       if (!state.outputStarted) await relay.startOutput();
