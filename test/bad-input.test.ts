@@ -292,7 +292,7 @@ describe('routes and keys', () => {
   });
 
   test('missing key → 401 missing_api_key', async () => {
-    const message = 'send your key as "Authorization: Bearer <key>"; create one with `opinference keys create --name <name>`';
+    const message = 'send your key as "Authorization: Bearer <key>" (or "x-api-key: <key>"); create one with `opinference keys create --name <name>`';
     const missing = { status: 401, code: 'missing_api_key', message, scope: 'key', type: 'authentication_error' };
     await expectError({ json: GOOD, auth: null }, missing);
     await expectError({ json: GOOD, auth: 'Bearer ' }, missing);

@@ -117,6 +117,16 @@ function checkReferences(raw: unknown): string[] {
       }
     });
   });
+  // An alias must name one model and never shadow a model id.
+  const aliases = new Map<string, string>();
+  asList(config.models).forEach((m, i) => {
+    (Array.isArray(m.aliases) ? m.aliases : []).forEach((a, j) => {
+      if (typeof a !== 'string') return;
+      if (models.has(a)) issues.push(`models[${i}].aliases[${j}]: "${a}" is the id of a model`);
+      else if (aliases.has(a)) issues.push(`models[${i}].aliases[${j}]: "${a}" is already an alias of ${aliases.get(a)}`);
+      aliases.set(a, asString(m.id) ?? `models[${i}]`);
+    });
+  });
   return issues;
 }
 

@@ -174,6 +174,8 @@ export const modelSchema = z
       .strict()
       .default({}),
     endpoints: z.array(endpointSchema).min(1, 'a model needs at least one endpoint'),
+    /** Other names the model answers to (e.g. `claude-sonnet-4-5`, as agent clients send it). */
+    aliases: z.array(z.string().min(1).max(200)).default([]),
   })
   .strict();
 

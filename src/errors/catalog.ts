@@ -80,7 +80,7 @@ export const ERROR_CATALOG = define({
   },
   missing_api_key: {
     status: 401, kind: 'terminal', scope: 'key', type: 'authentication_error',
-    description: 'No `Authorization: Bearer <key>` header was sent.',
+    description: 'No `Authorization: Bearer <key>` (or `x-api-key: <key>`) header was sent.',
   },
   invalid_api_key: {
     status: 401, kind: 'terminal', scope: 'key', type: 'authentication_error',

@@ -4,19 +4,22 @@ import type { EmbeddingRequest, EmbeddingResult } from '../core/embedding-types.
 import type { OutputPart } from '../core/stream-part.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 import type { PlannedEndpoint } from '../routing/plan.js';
+import type { ResolvedEndpoint, UpstreamCall } from '../providers/types.js';
 
 /**
  * The client APIs the gateway serves, one ingress adapter each; the value of a generation
  * record's `api`. Adding an API: a folder under src/ingress/<vendor>/<api>/ with an adapter, a
  * name here, an entry in registry.ts, and a case in the pipeline's lane choice (pipeline/lane.ts).
  */
-export type ClientApi = 'chat' | 'completions' | 'embeddings';
+export type ClientApi = 'chat' | 'completions' | 'embeddings' | 'messages';
 
 /** Identity shared by a response and every event of its stream. `created` is Unix seconds. */
 export interface ResponseIdentity {
   id: string;
   created: number;
   model: string;
+  /** The gateway's estimate of the prompt's tokens, for APIs that announce it before the answer. */
+  promptTokens?: number;
 }
 
 /**
@@ -84,6 +87,18 @@ export interface GenerationIngress<Req = unknown> extends IngressAdapterBase<Req
   createStreamEncoder(ident: ResponseIdentity): StreamEncoder;
   /** The non-streamed response body; `costUsd` in USD. */
   responseBody(ident: ResponseIdentity, result: ChatResult, usage: Usage, costUsd: number): unknown;
+  /** What a stream writes while it waits for its first content; default an SSE comment. */
+  readonly keepAlive?: string;
+  /** Client request headers (lower case) handed to {@link nativeCall} (e.g. `anthropic-beta`). */
+  readonly forwardHeaders?: readonly string[];
+  /**
+   * The native upstream call of the pass-through lane (pipeline/lane.ts chooses it): the
+   * client's own request with only the gateway's edits; `headers` are the client's
+   * {@link forwardHeaders}.
+   */
+  nativeCall?(req: Req, target: ResolvedEndpoint, stream: boolean, headers: Readonly<Record<string, string>>): UpstreamCall;
+  /** What translating this request to the internal one lost (warnings of translated attempts). */
+  translationWarnings?(req: Req): string[];
 }
 
 /** A client API that returns vectors (OpenAI embeddings): never streamed. */

@@ -126,6 +126,7 @@ async function runUpstreamAttempt(a: Attempt): Promise<number> {
   const call = await buildUpstreamCall(a.lane, a.input, a.target, a.adapter);
   a.draft.dropped = call.dropped;
   a.draft.warnings = call.warnings ?? [];
+  if (!a.lane.native && ingress.translationWarnings) a.draft.warnings = [...ingress.translationWarnings(a.input.request), ...a.draft.warnings];
   a.draft.routingReason = a.reason;
   return a.input.stream ? streamAttempt(a, ingress, call) : completeAttempt(a, ingress, call);
 }

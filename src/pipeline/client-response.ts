@@ -60,14 +60,15 @@ export function sendStreamHeaders(sink: ClientSink, state: ResponseState, draft:
 }
 
 /**
- * While a stream waits for its first content, send a keep-alive comment every `intervalMs`
+ * While a stream waits for its first content, send a keep-alive comment (or the API's own
+ * `text`, e.g. Anthropic's `ping` event) every `intervalMs`
  * (committing the 200). Stops by itself once output starts or the client leaves.
  */
-export function startKeepAlive(sink: ClientSink, state: ResponseState, draft: GenerationDraft, intervalMs: number): void {
+export function startKeepAlive(sink: ClientSink, state: ResponseState, draft: GenerationDraft, intervalMs: number, text: string = KEEP_ALIVE): void {
   state.keepAlive = setInterval(() => {
     if (state.outputStarted || state.clientGone.signal.aborted) return stopKeepAlive(state);
     sendStreamHeaders(sink, state, draft);
-    void sink.write(KEEP_ALIVE);
+    void sink.write(text);
   }, intervalMs);
 }
 

@@ -12,11 +12,18 @@ import type { GenerationInput } from './generation-input.js';
 export interface Lane {
   readonly native: boolean;
   readonly operation: UpstreamOperation;
+  /**
+   * The client receives the upstream's own response (its stream events or body) while the
+   * provider's parser still reads usage and errors from it (same format in and out).
+   */
+  readonly relayUpstream?: boolean;
 }
 
 const TRANSLATE: Lane = { native: false, operation: 'chat' };
 const NATIVE_TEXT_COMPLETION: Lane = { native: true, operation: 'text-completion' };
 const NATIVE_EMBEDDINGS: Lane = { native: true, operation: 'embeddings' };
+/** Messages → `anthropic`: the client's body and betas go through; the events come back as sent. */
+const NATIVE_MESSAGES: Lane = { native: true, operation: 'chat', relayUpstream: true };
 
 /**
  * The one place that chooses between pass-through and translation, from the client API and the
@@ -35,6 +42,9 @@ export function chooseLane(input: GenerationInput, target: ResolvedEndpoint, ada
       // Served only by endpoints with `embeddings: true`, on kinds whose adapter builds the call
       // (config refuses the others); the `openai` kind takes the client's fields as they are.
       return NATIVE_EMBEDDINGS;
+    case 'messages':
+      // Same format in and out for `anthropic` endpoints; every other kind translates.
+      return target.provider.kind === 'anthropic' ? NATIVE_MESSAGES : TRANSLATE;
   }
 }
 
@@ -48,6 +58,9 @@ export function buildUpstreamCall(lane: Lane, input: GenerationInput, target: Re
       // chooseLane picks this lane only for the completions API on adapters that build it.
       return adapter.buildCompletionCall!(input.request as CompletionRequest, target, input.stream);
     case 'chat':
+      if (lane.native && input.ingress.output === 'generation' && input.ingress.nativeCall) {
+        return input.ingress.nativeCall(input.request, target, input.stream, input.headers ?? {});
+      }
       return adapter.buildChatCall(input.chat, target, input.stream);
     case 'embeddings':
       throw new GatewayError('internal_error', 'embeddings calls are built per batch by the embedding attempt');

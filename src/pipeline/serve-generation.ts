@@ -3,6 +3,7 @@ import { toGatewayError, type GatewayError } from '../errors/gateway-error.js';
 import type { IngressAdapter } from '../ingress/types.js';
 import type { ApiKey } from '../store/keys.js';
 import { newGenerationId } from '../util/ids.js';
+import { resolveAliases } from '../routing/catalog.js';
 import { admit, type CreditLimit } from './admit.js';
 import { runAttempts } from './attempt-loop.js';
 import type { ClientSink } from './client-sink.js';
@@ -19,14 +20,16 @@ import type { GatewayRuntime } from './runtime.js';
  * response) → finish and record. Below the route it knows no HTTP framework: it answers through a
  * {@link ClientSink}. Exactly one generation record per request, whatever happens.
  */
-export async function serveGeneration(rt: GatewayRuntime, ingress: IngressAdapter, body: unknown, key: ApiKey, requestId: string, sink: ClientSink): Promise<void> {
+export async function serveGeneration(
+  rt: GatewayRuntime, ingress: IngressAdapter, body: unknown, key: ApiKey, requestId: string, sink: ClientSink, headers?: Readonly<Record<string, string>>,
+): Promise<void> {
   const model = peek(body, 'model');
   const draft = new GenerationDraft(newGenerationId(), requestId, key.isAdmin ? null : key.id, ingress.api, peek(body, 'stream') === true, typeof model === 'string' ? model.slice(0, 200) : '');
   let input: GenerationInput;
   try {
     const request = ingress.parse(body);
-    const chat = ingress.toChat(request);
-    input = { ingress, request, chat, stream: chat.stream === true };
+    const chat = resolveAliases(rt.catalog, ingress.toChat(request));
+    input = { ingress, request, chat, stream: chat.stream === true, headers };
   } catch (thrown) {
     refuse(rt, draft, ingress, sink, thrown);
     return;
@@ -76,7 +79,7 @@ async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: 
   rt.inFlight++;
   rt.metrics.inFlight.inc();
   const keepAliveMs = rt.config.server.keepalive_interval_ms;
-  if (input.stream && keepAliveMs > 0) startKeepAlive(sink, state, draft, keepAliveMs);
+  if (input.stream && keepAliveMs > 0) startKeepAlive(sink, state, draft, keepAliveMs, input.ingress.output === 'generation' ? input.ingress.keepAlive : undefined);
   const prompt = new PromptSize(chat.messages, chat.tools);
   try {
     await runAttempts(rt, input, draft, sink, state, planAttempts(rt, input, prompt), prompt, credit);

@@ -52,7 +52,8 @@ export async function completeAttempt(a: Attempt, ingress: GenerationIngress, ca
     keepContent(draft, input, acc);
     if (result.finishReason === 'length' && acc.reasoningOnly(draft.usage)) throw reasoningExhausted();
     draft.markFirstToken();
-    const body = ingress.responseBody(identityFor(draft, target.model.id), result, draft.usage!, costUsd);
+    // Same format in and out: the upstream's own body (parsed above only for the record).
+    const body = a.lane.relayUpstream ? json : ingress.responseBody(identityFor(draft, target.model.id), result, draft.usage!, costUsd);
     state.outputStarted = true;
     a.sink.send(200, responseHeaders(draft), body);
     return res.statusCode;
@@ -76,8 +77,45 @@ class StreamRelay {
   private readonly framer: ContentBlockFramer | undefined;
 
   constructor(private readonly a: Attempt, ingress: GenerationIngress, private readonly firstTokenTimer: NodeJS.Timeout | undefined) {
-    this.encoder = ingress.createStreamEncoder(identityFor(a.draft, a.target.model.id));
+    this.encoder = ingress.createStreamEncoder({ ...identityFor(a.draft, a.target.model.id), promptTokens: ingress.contentBlocks && !a.lane.relayUpstream ? a.prompt.estimate() : undefined });
     this.framer = ingress.contentBlocks ? new ContentBlockFramer() : undefined;
+  }
+
+  /**
+   * Whether the upstream's own events are relayed (pass-through lane with an event stream); a
+   * JSON body answering a stream request is still encoded by the API's encoder.
+   */
+  raw = false;
+
+  /** Upstream events not yet written (pass-through lane): held until the first content. */
+  private pending = '';
+
+  /**
+   * Pass-through lane: relay one upstream event as it came (`event:` name and `data:`), while
+   * its parts feed the record. Events before the first content are held, so an error there can
+   * still fail over.
+   */
+  async relayEvent(event: { data: string; event?: string | undefined }, parts: StreamPart[]): Promise<void> {
+    let content = false;
+    for (const part of parts) {
+      if (part.type === 'error') throw part.error;
+      this.acc.add(part);
+      if (part.type !== 'finish' && part.type !== 'usage') content = true;
+    }
+    this.pending += `${event.event !== undefined ? `event: ${event.event}\n` : ''}data: ${event.data}\n\n`;
+    if (content) this.a.draft.markFirstToken();
+    if (!content && !this.a.state.outputStarted) return;
+    if (!this.a.state.outputStarted) await this.startOutput();
+    const text = this.pending;
+    this.pending = '';
+    await this.a.sink.write(text);
+  }
+
+  /** The held events (pass-through lane), at the end of the stream. */
+  takePending(): string {
+    const text = this.pending;
+    this.pending = '';
+    return text;
   }
 
   startOutput(): Promise<void> | undefined {
@@ -86,7 +124,7 @@ class StreamRelay {
     stopKeepAlive(state);
     sendStreamHeaders(this.a.sink, state, this.a.draft);
     state.outputStarted = true;
-    return this.a.sink.write(this.encoder.start());
+    return this.raw ? undefined : this.a.sink.write(this.encoder.start());
   }
 
   async emit(part: StreamPart): Promise<void> {
@@ -111,7 +149,7 @@ class StreamRelay {
 
   /** The open content block's end marker, if the API frames blocks. */
   closeBlock(): string {
-    if (!this.framer) return '';
+    if (!this.framer || this.raw) return '';
     let text = '';
     for (const p of this.framer.close()) text += this.encoder.part(p);
     return text;
@@ -149,11 +187,22 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
       for (const part of OutputAccumulator.resultToParts(adapter.parseResult(json, a.lane.operation))) await relay.emit(part);
     } else {
       const transform = adapter.createStreamTransform(a.lane.operation);
+      relay.raw = a.lane.relayUpstream === true;
       for await (const event of sseEvents(res.body, rt.config.server.upstream_max_event_bytes, target.provider.id)) {
-        for (const part of transform.push(event)) await relay.emit(part);
+        if (relay.raw) await relay.relayEvent(event, transform.push(event));
+        else for (const part of transform.push(event)) await relay.emit(part);
         if (state.clientGone.signal.aborted) break;
       }
       if (!state.clientGone.signal.aborted) for (const part of transform.flush()) await relay.emit(part);
+    }
+    if (relay.raw) {
+      // The upstream's own events, message_stop included, are with the client: nothing to add.
+      if (state.clientGone.signal.aborted) throw clientClosed();
+      if (!state.outputStarted) await relay.startOutput();
+      meterAttempt(draft, target, acc, a.prompt);
+      keepContent(draft, input, acc);
+      sink.end(relay.takePending());
+      return status;
     }
     if (state.clientGone.signal.aborted) throw clientClosed();
     if (!state.outputStarted) await relay.startOutput();

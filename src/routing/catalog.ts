@@ -6,6 +6,8 @@ export interface Catalog {
   readonly models: ReadonlyMap<string, { readonly model: ModelConfig; readonly endpoints: readonly ResolvedEndpoint[] }>;
   /** Whether any model is configured at all. */
   readonly empty: boolean;
+  /** Model aliases from config (`aliases` of a model): alias → model id. */
+  readonly aliases?: ReadonlyMap<string, string>;
 }
 
 /** Resolve every endpoint of a validated config (provider lookup, effective timeouts). */
@@ -26,7 +28,23 @@ export function buildCatalog(config: Readonly<GatewayConfig>): Catalog {
     });
     models.set(model.id, { model, endpoints });
   }
-  return Object.freeze({ models, empty: models.size === 0 });
+  const aliases = new Map<string, string>();
+  for (const model of config.models) for (const alias of model.aliases ?? []) aliases.set(alias, model.id);
+  return Object.freeze({ models, empty: models.size === 0, aliases });
+}
+
+/**
+ * The request with `model` and `models` aliases (config `models[].aliases`, e.g. the
+ * `claude-sonnet-4-5` Claude Code sends) replaced by their catalog model ids; the same object
+ * when none is an alias.
+ */
+export function resolveAliases<T extends { model: string; models?: string[] }>(catalog: Catalog, req: T): T {
+  const aliases = catalog.aliases;
+  if (!aliases || aliases.size === 0) return req;
+  const model = aliases.get(req.model);
+  const models = req.models?.some((m) => aliases.has(m)) ? req.models.map((m) => aliases.get(m) ?? m) : undefined;
+  if (model === undefined && models === undefined) return req;
+  return { ...req, ...(model !== undefined ? { model } : {}), ...(models !== undefined ? { models } : {}) };
 }
 
 /**

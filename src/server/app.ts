@@ -17,6 +17,7 @@ import { registerCors } from './cors.js';
 import { KeyResolver } from './auth.js';
 import { parseJsonBody } from './json-body.js';
 import { registerGenerateRoutes } from './routes/generate.js';
+import { registerCountTokensRoute } from './routes/messages-count-tokens.js';
 import { registerGenerationRoutes } from './routes/generation.js';
 import { registerModelRoutes } from './routes/models.js';
 import { registerUsageRoutes } from './routes/usage.js';
@@ -186,7 +187,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
 
   // A known path with a wrong method is a 405, not a 404.
   const allowed: Record<string, string> = {
-    '/v1/chat/completions': 'POST', '/v1/completions': 'POST', '/v1/models': 'GET', '/v1/generation': 'GET',
+    '/v1/chat/completions': 'POST', '/v1/completions': 'POST', '/v1/messages': 'POST', '/v1/models': 'GET', '/v1/generation': 'GET',
     '/v1/generations': 'GET', '/v1/usage': 'GET', '/v1/key': 'GET', '/health': 'GET', '/ready': 'GET', '/metrics': 'GET',
   };
   for (const [url, method] of Object.entries(allowed)) {
@@ -209,6 +210,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     return { status: 'ready', models: runtime.catalog.models.size };
   });
   registerGenerateRoutes(app, rt);
+  registerCountTokensRoute(app, rt);
   registerModelRoutes(app, rt);
   registerGenerationRoutes(app, rt, db);
   registerUsageRoutes(app, rt, db);

@@ -13,7 +13,7 @@ const ADMIN: ApiKey = {
   settings: { limit: null, limit_reset: 'never', rate_limit: { requests_per_minute: null, tokens_per_minute: null }, allowed_models: [], retention: null },
 };
 
-/** Resolves `Authorization: Bearer` secrets to keys, with a short cache in front of the database. */
+/** Resolves `Authorization: Bearer` (or `x-api-key`) secrets to keys, with a short cache in front of the database. */
 export class KeyResolver {
   private readonly cache = new Map<string, { key: ApiKey | undefined; at: number }>();
   private readonly adminHash: Buffer | undefined;
@@ -29,10 +29,13 @@ export class KeyResolver {
   async authenticate(req: FastifyRequest): Promise<ApiKey> {
     const header = req.headers.authorization;
     const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-    if (!match) {
-      throw new GatewayError('missing_api_key', 'send your key as "Authorization: Bearer <key>"; create one with `opinference keys create --name <name>`');
+    // Anthropic's clients send `x-api-key` (Claude Code with ANTHROPIC_API_KEY).
+    const apiKeyHeader = req.headers['x-api-key'];
+    const secret = match ? match[1]! : typeof apiKeyHeader === 'string' && apiKeyHeader.trim() !== '' ? apiKeyHeader.trim() : undefined;
+    if (secret === undefined) {
+      throw new GatewayError('missing_api_key', 'send your key as "Authorization: Bearer <key>" (or "x-api-key: <key>"); create one with `opinference keys create --name <name>`');
     }
-    const hash = hashSecret(match[1]!);
+    const hash = hashSecret(secret);
     if (this.adminHash && timingSafeEqual(Buffer.from(hash, 'hex'), this.adminHash)) return ADMIN;
     const now = Date.now();
     let entry = this.cache.get(hash);

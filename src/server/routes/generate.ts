@@ -11,6 +11,17 @@ import { FastifyClientSink } from '../fastify-client-sink.js';
  */
 export function registerGenerateRoutes(app: FastifyInstance, rt: () => GatewayRuntime): void {
   for (const ingress of INGRESS_ADAPTERS) {
-    app.post(ingress.path, (req, reply) => serveGeneration(rt(), ingress, req.body, req.apiKey, req.id, new FastifyClientSink(reply)));
+    const names = ingress.output === 'generation' ? ingress.forwardHeaders : undefined;
+    app.post(ingress.path, (req, reply) => serveGeneration(rt(), ingress, req.body, req.apiKey, req.id, new FastifyClientSink(reply), names && pickHeaders(req.headers, names)));
   }
+}
+
+/** The named request headers that are present (several values joined with commas). */
+export function pickHeaders(headers: Record<string, string | string[] | undefined>, names: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of names) {
+    const v = headers[name];
+    if (v !== undefined) out[name] = Array.isArray(v) ? v.join(',') : v;
+  }
+  return out;
 }

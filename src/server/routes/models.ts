@@ -5,6 +5,7 @@ import { GatewayError } from '../../errors/gateway-error.js';
 import type { GatewayRuntime } from '../../pipeline/runtime.js';
 import type { ResolvedEndpoint } from '../../providers/types.js';
 import { modelVisibleTo } from '../../routing/catalog.js';
+import { anthropicModelList, wantsAnthropicModelList, type AnthropicListQuery } from './anthropic-models.js';
 
 /** USD per 1M tokens → USD per token as an exact decimal string (OpenRouter's catalog unit). */
 const perToken = (price: number | string): string => picoToUsdString(toMicros(price));
@@ -84,6 +85,9 @@ export function endpointObject(t: ResolvedEndpoint, runtime: GatewayRuntime) {
 export function registerModelRoutes(app: FastifyInstance, rt: () => GatewayRuntime): void {
   app.get('/v1/models', async (req) => {
     const allowed = req.apiKey.settings.allowed_models;
+    if (wantsAnthropicModelList(req.headers)) {
+      return anthropicModelList([...rt().catalog.models.values()].filter((m) => modelVisibleTo(allowed, m.model.id)).map((m) => m.model), req.query as AnthropicListQuery);
+    }
     return {
       object: 'list',
       data: [...rt().catalog.models.values()].filter((m) => modelVisibleTo(allowed, m.model.id)).map((m) => modelObject(m.model)),

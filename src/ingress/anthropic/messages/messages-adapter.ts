@@ -1,0 +1,38 @@
+import type { GenerationIngress } from '../../types.js';
+import { anthropicErrorBody } from '../error-envelope.js';
+import { convertMessagesToChat } from './convert-messages-to-chat.js';
+import { parseMessagesRequest, type MessagesRequest } from './messages-request-schema.js';
+import { messagesResponseBody } from './messages-response-body.js';
+import { messagesStreamEncoder, PING_EVENT } from './messages-stream-encoder.js';
+import { FORWARDED_HEADERS, nativeMessagesCall } from './native-messages-call.js';
+
+/** Losses of each request's translation, kept until its attempts are built. */
+const translationLosses = new WeakMap<MessagesRequest, string[]>();
+
+/**
+ * `POST /v1/messages` (Anthropic's Messages API; `?beta=true` too: routes ignore the query).
+ * To `anthropic` endpoints the client's body goes through natively (pipeline/lane.ts); to
+ * every other kind it is translated through the internal request, the losses listed as
+ * warnings in the generation record.
+ * @see https://docs.anthropic.com/en/api/messages
+ */
+export const messagesIngress: GenerationIngress<MessagesRequest> = {
+  api: 'messages',
+  path: '/v1/messages',
+  output: 'generation',
+  contentBlocks: true,
+  keepAlive: PING_EVENT,
+  forwardHeaders: FORWARDED_HEADERS,
+  parse: parseMessagesRequest,
+  toChat(req) {
+    const { chat, warnings } = convertMessagesToChat(req);
+    translationLosses.set(req, warnings);
+    return chat;
+  },
+  translationWarnings: (req) => translationLosses.get(req) ?? [],
+  nativeCall: nativeMessagesCall,
+  recordedRequest: (req) => ({ system: req.system, messages: req.messages }),
+  createStreamEncoder: messagesStreamEncoder,
+  responseBody: (ident, result, usage) => messagesResponseBody(ident, result, usage),
+  errorBody: anthropicErrorBody,
+};

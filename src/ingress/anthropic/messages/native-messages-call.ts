@@ -1,0 +1,86 @@
+import { anthropicHeaders, anthropicMessagesUrl } from '../../../providers/anthropic/convert-to-anthropic-request.js';
+import type { ResolvedEndpoint, UpstreamCall } from '../../../providers/types.js';
+import type { MessagesRequest } from './messages-request-schema.js';
+
+/** Anthropic's smallest thinking budget, in tokens. */
+export const MIN_THINKING_BUDGET = 1024;
+
+/** The client headers an `anthropic` upstream receives as sent. */
+export const FORWARDED_HEADERS = ['anthropic-version', 'anthropic-beta'] as const;
+
+const GATEWAY_FIELDS = ['models', 'provider', 'op'] as const;
+
+/**
+ * Upstream headers: the provider's (`x-api-key`, its configured `headers`), the client's
+ * `anthropic-version` instead of the default, and `anthropic-beta` verbatim (joined with the
+ * provider's own betas when it configures some).
+ */
+export function nativeHeaders(target: ResolvedEndpoint, client: Readonly<Record<string, string>>): Record<string, string> {
+  const headers = anthropicHeaders(target.provider);
+  const version = client['anthropic-version'];
+  if (version && target.provider.headers['anthropic-version'] === undefined) headers['anthropic-version'] = version;
+  const beta = client['anthropic-beta'];
+  if (beta) headers['anthropic-beta'] = headers['anthropic-beta'] ? `${headers['anthropic-beta']},${beta}` : beta;
+  return headers;
+}
+
+/**
+ * The client's Messages body with only the gateway's edits, for an `anthropic` endpoint (the
+ * pass-through lane): the gateway fields removed, `model` → the endpoint's `upstream_model`,
+ * `max_tokens` capped at the endpoint's `max_completion_tokens`, a thinking budget below
+ * Anthropic's minimum (1024) raised to it — or thinking left out when `max_tokens` leaves no
+ * room (Claude Code's background calls send 500) —, and thinking blocks without a signature
+ * (from a translated answer) left out of the history. Everything else — thinking signatures,
+ * `cache_control`, server tools, betas' fields — goes through as sent. Each edit is a warning.
+ */
+export function nativeMessagesBody(req: MessagesRequest, target: ResolvedEndpoint, warnings: string[]): Record<string, unknown> {
+  const body: Record<string, unknown> = { ...req, model: target.endpoint.upstream_model };
+  for (const f of GATEWAY_FIELDS) delete body[f];
+  const cap = target.endpoint.max_completion_tokens;
+  let maxTokens = req.max_tokens;
+  if (maxTokens !== undefined && cap !== undefined && maxTokens > cap) {
+    warnings.push(`max_tokens ${maxTokens} lowered to the endpoint's max_completion_tokens ${cap}`);
+    maxTokens = cap;
+    body.max_tokens = cap;
+  }
+  const thinking = req.thinking;
+  if (thinking?.type === 'enabled' && thinking.budget_tokens < MIN_THINKING_BUDGET) {
+    if (maxTokens !== undefined && maxTokens <= MIN_THINKING_BUDGET) {
+      warnings.push(`thinking left out: budget_tokens ${thinking.budget_tokens} is below Anthropic's minimum ${MIN_THINKING_BUDGET} and max_tokens ${maxTokens} leaves no room to raise it`);
+      delete body.thinking;
+    } else {
+      warnings.push(`thinking.budget_tokens ${thinking.budget_tokens} raised to Anthropic's minimum ${MIN_THINKING_BUDGET}`);
+      body.thinking = { ...thinking, budget_tokens: MIN_THINKING_BUDGET };
+    }
+  }
+  let unsigned = 0;
+  const messages = req.messages.map((m) => {
+    if (m.role !== 'assistant' || typeof m.content === 'string') return m;
+    const kept = m.content.filter((b) => !(b.type === 'thinking' && b.signature === ''));
+    unsigned += m.content.length - kept.length;
+    return kept.length === m.content.length ? m : { ...m, content: kept };
+  });
+  if (unsigned > 0) {
+    warnings.push(`${unsigned} unsigned thinking block(s) left out of the history: Anthropic accepts only its own signed thinking`);
+    body.messages = messages;
+  }
+  return body;
+}
+
+/** The native `POST …/v1/messages` call (the pass-through lane). */
+export function nativeMessagesCall(req: MessagesRequest, target: ResolvedEndpoint, stream: boolean, client: Readonly<Record<string, string>>): UpstreamCall {
+  const warnings: string[] = [];
+  const body = nativeMessagesBody(req, target, warnings);
+  if (stream) body.stream = true;
+  else delete body.stream;
+  return { url: anthropicMessagesUrl(target.provider.base_url), headers: nativeHeaders(target, client), body: JSON.stringify(body), dropped: [], warnings };
+}
+
+/** The native `POST …/v1/messages/count_tokens` call: the body without `max_tokens` and `stream`. */
+export function nativeCountTokensCall(req: MessagesRequest, target: ResolvedEndpoint, client: Readonly<Record<string, string>>): UpstreamCall {
+  const warnings: string[] = [];
+  const body = nativeMessagesBody(req, target, warnings);
+  delete body.max_tokens;
+  delete body.stream;
+  return { url: `${anthropicMessagesUrl(target.provider.base_url)}/count_tokens`, headers: nativeHeaders(target, client), body: JSON.stringify(body), dropped: [], warnings };
+}
