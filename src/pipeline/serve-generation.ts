@@ -3,6 +3,7 @@ import { toGatewayError, type GatewayError } from '../errors/gateway-error.js';
 import type { IngressAdapter } from '../ingress/types.js';
 import type { ApiKey } from '../store/keys.js';
 import { newGenerationId } from '../util/ids.js';
+import { resolveModelNames } from '../routing/model-names.js';
 import { admit, type CreditLimit } from './admit.js';
 import { runAttempts } from './attempt-loop.js';
 import type { ClientSink } from './client-sink.js';
@@ -26,6 +27,7 @@ export async function serveGeneration(rt: GatewayRuntime, ingress: IngressAdapte
   try {
     const request = ingress.parse(body);
     const chat = ingress.toChat(request);
+    resolveModelNames(chat, rt.catalog, rt.config);
     input = { ingress, request, chat, stream: chat.stream === true };
   } catch (thrown) {
     refuse(rt, draft, ingress, sink, thrown);
