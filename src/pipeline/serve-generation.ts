@@ -59,7 +59,7 @@ function refuse(rt: GatewayRuntime, draft: GenerationDraft, ingress: IngressAdap
   draft.errorMessage = err.message;
   draft.httpStatus = err.status;
   finishGeneration(rt, draft);
-  sink.send(err.status, { ...draft.extraHeaders, 'x-op-generation-id': draft.id, ...errorHeaders(err, draft.requestId) }, ingress.errorBody(err, draft.requestId));
+  sink.send(err.status, { ...draft.extraHeaders, 'x-op-generation-id': draft.id, 'x-generation-id': draft.id, ...errorHeaders(err, draft.requestId) }, ingress.errorBody(err, draft.requestId));
 }
 
 /**

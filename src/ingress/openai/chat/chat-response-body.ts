@@ -16,7 +16,7 @@ export function chatCompletionBody(ident: ResponseIdentity, result: ChatResult, 
     object: 'chat.completion',
     created: ident.created,
     model: ident.model,
-    choices: [{ index: 0, message, logprobs: null, finish_reason: result.finishReason }],
+    choices: [{ index: 0, message, logprobs: result.logprobs ?? null, finish_reason: result.finishReason }],
     usage,
   };
   if (result.systemFingerprint) body.system_fingerprint = result.systemFingerprint;
