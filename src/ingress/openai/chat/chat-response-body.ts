@@ -19,6 +19,7 @@ export function chatCompletionBody(ident: ResponseIdentity, result: ChatResult, 
     choices: [{ index: 0, message, logprobs: result.logprobs ?? null, finish_reason: result.finishReason }],
     usage,
   };
-  if (result.systemFingerprint) body.system_fingerprint = result.systemFingerprint;
+  // OpenRouter's ChatResult requires the member (nullable); OpenAI's marks it optional.
+  body.system_fingerprint = result.systemFingerprint ?? null;
   return body;
 }
