@@ -7,6 +7,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { OpenRouter } from '@openrouter/sdk';
+import type { ChatResult, ChatStreamChunk } from '@openrouter/sdk/models';
 import { createOpenRouter } from '@openrouter/ai-sdk-provider';
 import { generateText, jsonSchema, streamText, tool } from 'ai';
 import { startUpstream, type Upstream } from './helpers/replay-upstream.js';
@@ -27,6 +28,11 @@ const toolAnswer = {
     usage: { prompt_tokens: 9, completion_tokens: 4, total_tokens: 13 },
   },
 };
+
+type ChatRequestOf = Parameters<OpenRouter['chat']['send']>[0]['chatRequest'];
+/** `chat.send` without a stream: its declared return type is a union of both modes. */
+const complete = async (c: OpenRouter, chatRequest: ChatRequestOf) => (await c.chat.send({ chatRequest })) as unknown as ChatResult;
+const streamed = async (c: OpenRouter, chatRequest: ChatRequestOf) => (await c.chat.send({ chatRequest: { ...chatRequest, stream: true } })) as unknown as AsyncIterable<ChatStreamChunk>;
 
 describe('@openrouter/sdk through the gateway', () => {
   let upstream: Upstream;
@@ -49,7 +55,7 @@ describe('@openrouter/sdk through the gateway', () => {
   test('chat.send: a complete answer, validated by the SDK, with X-Generation-Id and relayed logprobs', async () => {
     const logprobs = { content: [{ token: 'Hi', logprob: -0.25, bytes: [72, 105], top_logprobs: [] }], refusal: null };
     upstream.enqueue(answer('Hi', { logprobs }), answer('Hi'));
-    const res = await client.chat.send({ chatRequest: { model: 'test/model', messages: [{ role: 'user', content: 'hello' }], logprobs: true } });
+    const res = await complete(client, { model: 'test/model', messages: [{ role: 'user', content: 'hello' }], logprobs: true });
     assert.equal(res.choices[0]!.message.content, 'Hi');
     assert.equal(res.choices[0]!.logprobs?.content?.[0]?.token, 'Hi');
     assert.equal(res.usage?.promptTokens, 5);
@@ -60,7 +66,7 @@ describe('@openrouter/sdk through the gateway', () => {
       body: JSON.stringify({ model: 'test/model', messages: [{ role: 'user', content: 'hello' }] }),
     }).then(async (r) => ({ headers: r.headers, status: r.status, body: (await r.json()) as Json }));
     assert.equal(raw.status, 200);
-    assert.equal(raw.body.system_fingerprint, null, 'OpenRouter requires the member');
+    assert.equal(raw.body.system_fingerprint, '', 'OpenRouter requires the member, OpenAI types it as a string');
     assert.equal(raw.headers.get('x-generation-id'), raw.headers.get('x-op-generation-id'));
     assert.match(raw.headers.get('x-generation-id') ?? '', /^gen_/);
   });
@@ -68,7 +74,7 @@ describe('@openrouter/sdk through the gateway', () => {
   test('chat.send with stream: true: chunks in order, usage last, logprobs on the text chunk', async () => {
     const logprobs = { content: [{ token: 'Hel', logprob: -0.5, bytes: null, top_logprobs: [] }] };
     upstream.enqueue({ sse: [chunk({ role: 'assistant', content: '' }), chunk({ content: 'Hel' }, null, { logprobs }), chunk({ content: 'lo' }), chunk({}, 'stop'), usageChunk] });
-    const stream = await client.chat.send({ chatRequest: { model: 'test/model', messages: [{ role: 'user', content: 'hello' }], stream: true } });
+    const stream = await streamed(client, { model: 'test/model', messages: [{ role: 'user', content: 'hello' }] });
     let text = '';
     let usage: Json | undefined;
     const tokens: string[] = [];
@@ -84,13 +90,11 @@ describe('@openrouter/sdk through the gateway', () => {
 
   test('chat.send with tools: the tool call comes back typed', async () => {
     upstream.enqueue(toolAnswer);
-    const res = await client.chat.send({
-      chatRequest: {
-        model: 'test/model',
-        messages: [{ role: 'user', content: 'weather in Paris?' }],
-        tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }],
-        toolChoice: 'auto',
-      },
+    const res = await complete(client, {
+      model: 'test/model',
+      messages: [{ role: 'user', content: 'weather in Paris?' }],
+      tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }],
+      toolChoice: 'auto',
     });
     assert.equal(res.choices[0]!.finishReason, 'tool_calls');
     assert.equal(res.choices[0]!.message.toolCalls?.[0]?.function.name, 'get_weather');
@@ -127,7 +131,7 @@ describe('@openrouter/sdk through the gateway', () => {
 
   test('generations.getGeneration and apiKeys.getCurrentKeyMetadata validate', async () => {
     upstream.enqueue(answer('Hi'));
-    const res = await keyClient.chat.send({ chatRequest: { model: 'test/model', messages: [{ role: 'user', content: 'hello' }] } });
+    const res = await complete(keyClient, { model: 'test/model', messages: [{ role: 'user', content: 'hello' }] });
     await gw.flush();
     const gen = await keyClient.generations.getGeneration({ id: res.id });
     assert.equal(gen.data.id, res.id);

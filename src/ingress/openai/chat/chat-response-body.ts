@@ -19,7 +19,7 @@ export function chatCompletionBody(ident: ResponseIdentity, result: ChatResult, 
     choices: [{ index: 0, message, logprobs: result.logprobs ?? null, finish_reason: result.finishReason }],
     usage,
   };
-  // OpenRouter's ChatResult requires the member (nullable); OpenAI's marks it optional.
-  body.system_fingerprint = result.systemFingerprint ?? null;
+  // OpenRouter's ChatResult requires the member; OpenAI's schema types it as a string: "" when the upstream sent none.
+  body.system_fingerprint = result.systemFingerprint ?? '';
   return body;
 }

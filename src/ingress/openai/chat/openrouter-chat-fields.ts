@@ -22,7 +22,6 @@ const IGNORED_FIELDS: Readonly<Record<string, string>> = {
   web_search_options: 'web_search_options: web search is not supported',
   stop_server_tools_when: 'stop_server_tools_when: server tools are not supported',
   prompt_cache_options: 'prompt_cache_options is not forwarded (block-level cache_control is)',
-  route: 'route is deprecated; use provider.sort {by, partition}',
   transforms: 'transforms (middle-out compression) are not applied',
 };
 
@@ -108,6 +107,13 @@ export function applyOpenRouterChatFields(req: Parsed): string[] {
     warnings.push(`response_format: type ${format.type} is not supported and was removed`);
     delete req.response_format;
   }
+  if (req.route === 'sort' || req.route === 'fallback') {
+    // Deprecated alias of provider.sort.partition: fallback = model, sort = none.
+    const provider = (req.provider as ChatRequest['provider']) ?? {};
+    provider.sort_partition ??= req.route === 'sort' ? 'none' : 'model';
+    req.provider = provider;
+  }
+  delete req.route;
   for (const [field, why] of Object.entries(IGNORED_FIELDS)) {
     if (req[field] === undefined || req[field] === null) continue;
     if (field !== 'plugins' || (req.plugins as unknown[]).length > 0) warnings.push(why);
