@@ -46,9 +46,12 @@ function applyPreset(req: ChatRequest, config: ModelNameConfig): void {
   let param = 'preset';
   let model: string | undefined = req.model;
   const at = req.model.indexOf(PRESET_PREFIX);
-  if (at === 0 || (at > 0 && req.model[at - 1] === '@')) {
+  if (req.preset !== undefined && req.model === PRESET_PREFIX + req.preset) {
+    // Only the `preset` field was sent (the schema put it in `model`).
+    model = undefined;
+  } else if (at >= 0) {
     slug = req.model.slice(at + PRESET_PREFIX.length);
-    model = at === 0 ? undefined : req.model.slice(0, at - 1);
+    model = at === 0 ? undefined : req.model.slice(0, at);
     param = 'model';
   }
   delete req.preset;
