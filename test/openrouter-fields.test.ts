@@ -368,6 +368,27 @@ describe('OpenRouter routing units', () => {
     assert.equal(plan.excluded[0]!.reason, 'max_price');
   });
 
+  test('config: presets naming unknown models, duplicate slugs and redefined built-in variants are reported together', () => {
+    assert.throws(
+      () =>
+        parseConfig(
+          {
+            providers: [{ id: 'p1', kind: 'openai', base_url: 'http://127.0.0.1:1/v1' }],
+            models: [{ id: 'a/one', context_length: 8192, endpoints: [{ provider: 'p1', upstream_model: 'one' }] }],
+            presets: [{ slug: 'x', models: ['a/one:free', 'a/nope'] }, { slug: 'x' }],
+            model_variants: [{ name: 'nitro', provider: { sort: 'price' } }],
+          },
+          'bad presets',
+        ),
+      (err: Error) => {
+        assert.match(err.message, /presets\[0\]\.models\[1\]: unknown model "a\/nope"/);
+        assert.match(err.message, /presets\[1\]\.slug: duplicate preset "x"/);
+        assert.match(err.message, /model_variants\[0\]\.name: nitro, floor and free are built-in variants/);
+        return true;
+      },
+    );
+  });
+
   test('bad values are still a 400 with param', () => {
     const bad = (body: Json) => {
       try {
