@@ -24,7 +24,7 @@ const MAX_TEMPERATURE = 1;
 const MIN_TOP_P_WITH_THINKING = 0.95;
 
 /** Request fields with no Anthropic equivalent: always dropped (and listed) when present. */
-const NO_EQUIVALENT = ['seed', 'presence_penalty', 'frequency_penalty', 'repetition_penalty', 'min_p', 'logit_bias', 'logprobs', 'top_logprobs', 'service_tier', 'verbosity'] as const;
+const NO_EQUIVALENT = ['seed', 'presence_penalty', 'frequency_penalty', 'repetition_penalty', 'min_p', 'logit_bias', 'logprobs', 'top_logprobs', 'service_tier', 'verbosity', 'metadata'] as const;
 
 /**
  * `POST …/v1/messages` under the provider's `base_url` (default {@link DEFAULT_ANTHROPIC_BASE_URL});
