@@ -120,6 +120,7 @@ const EVERY_FIELD: Json = {
   verbosity: 'low',
   web_search_options: { search_context_size: 'low' },
   include_reasoning: true,
+  safe_prompt: true, // a provider-specific field OpenRouter passes on: named in the warnings here
 };
 
 describe('OpenRouter request fields through the gateway', () => {
@@ -161,7 +162,7 @@ describe('OpenRouter request fields through the gateway', () => {
     const rec = await record(res.json.id);
     assert.equal(rec.session, 'session-123', 'session_id is op.session');
     const warnings = rec.detail.warnings as string[];
-    for (const w of ['plugins', 'debug', 'trace', 'image_config', 'prediction', 'top_a', 'web_search_options', 'stop_server_tools_when', 'prompt_cache_options', 'transforms', 'tools: server tools']) {
+    for (const w of ['plugins', 'debug', 'trace', 'image_config', 'prediction', 'top_a', 'web_search_options', 'stop_server_tools_when', 'prompt_cache_options', 'transforms', 'tools: server tools', 'unknown fields not sent upstream: safe_prompt']) {
       assert.ok(warnings.some((x) => x.startsWith(w)), `warning for ${w}: ${warnings.join(' | ')}`);
     }
     a.setDefault(undefined);

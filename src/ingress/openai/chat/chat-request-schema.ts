@@ -173,6 +173,8 @@ export function parseChatRequest(body: unknown): ChatRequest {
   }
   const data = result.data as unknown as Record<string, unknown> & { messages: unknown[] };
   const warnings = applyOpenRouterChatFields(data);
+  const unknown = Object.keys(data).filter((k) => !KNOWN_CHAT_FIELDS.has(k));
+  if (unknown.length > 0) warnings.push(`unknown fields not sent upstream: ${unknown.slice(0, 16).join(', ')}`);
   if (data.model === undefined) data.model = `@preset/${String(data.preset)}`;
   const req = pickKnown<ChatRequest & { preset?: string }>(data, KNOWN_CHAT_FIELDS);
   if (warnings.length > 0) req.warnings = warnings;
