@@ -305,18 +305,24 @@ describe('Anthropic request translation', () => {
     assert.equal((await sent({ messages: [{ role: 'user', content: 'x' }], max_tokens: 50, max_completion_tokens: 300 })).max_tokens, 300);
   });
 
-  test('reasoning effort → thinking budget; max_tokens raised above the budget; temperature left out', async () => {
+  test('reasoning effort → OpenRouter budget (share of max_tokens in [1024, 128000]), summarized; temperature left out', async () => {
     const high = await sent({ messages: [{ role: 'user', content: 'x' }], reasoning_effort: 'high' });
-    assert.deepEqual(high.thinking, { type: 'enabled', budget_tokens: 16000 });
-    assert.equal(high.max_tokens, 4096 + 16000);
+    assert.deepEqual(high.thinking, { type: 'enabled', budget_tokens: 3276, display: 'summarized' });
+    assert.equal(high.max_tokens, 4096);
+    const max = await sent({ messages: [{ role: 'user', content: 'x' }], reasoning_effort: 'max', max_tokens: 150_000 });
+    assert.deepEqual(max.thinking, { type: 'enabled', budget_tokens: 128_000, display: 'summarized' });
+    assert.equal(max.max_tokens, 150_000);
     const low = await sent({ messages: [{ role: 'user', content: 'x' }], reasoning: { effort: 'low' }, max_tokens: 5000 });
-    assert.deepEqual(low.thinking, { type: 'enabled', budget_tokens: 1024 });
+    assert.deepEqual(low.thinking, { type: 'enabled', budget_tokens: 1024, display: 'summarized' });
     assert.equal(low.max_tokens, 5000);
     const medium = await sent({ messages: [{ role: 'user', content: 'x' }], reasoning: { enabled: true } });
-    assert.deepEqual(medium.thinking, { type: 'enabled', budget_tokens: 4096 });
-    assert.equal(medium.max_tokens, 8192);
+    assert.deepEqual(medium.thinking, { type: 'enabled', budget_tokens: 2048, display: 'summarized' });
+    assert.equal(medium.max_tokens, 4096);
+    const minimal = await sent({ messages: [{ role: 'user', content: 'x' }], reasoning: { effort: 'minimal' }, max_tokens: 1000 });
+    assert.deepEqual(minimal.thinking, { type: 'enabled', budget_tokens: 1024, display: 'summarized' });
+    assert.equal(minimal.max_tokens, 2024, 'max_tokens must stay above the budget');
     const small = await sent({ messages: [{ role: 'user', content: 'x' }], reasoning: { max_tokens: 500 } });
-    assert.deepEqual(small.thinking, { type: 'enabled', budget_tokens: 1024 });
+    assert.deepEqual(small.thinking, { type: 'enabled', budget_tokens: 1024, display: 'summarized' });
     const off = await sent({ messages: [{ role: 'user', content: 'x' }], reasoning: { effort: 'high', enabled: false } });
     assert.equal(off.thinking, undefined);
     const none = await sent({ messages: [{ role: 'user', content: 'x' }], reasoning_effort: 'none' });
@@ -325,7 +331,7 @@ describe('Anthropic request translation', () => {
     upstream.enqueue({ json: OK });
     const res = await post({ messages: [{ role: 'user', content: 'x' }], reasoning: { effort: 'medium', exclude: true }, temperature: 0.2, tools: [WEATHER_TOOL], tool_choice: 'required' });
     const body = upstream.requests.at(-1)!.json as Json;
-    assert.deepEqual(body.thinking, { type: 'enabled', budget_tokens: 4096, display: 'omitted' });
+    assert.deepEqual(body.thinking, { type: 'enabled', budget_tokens: 2048, display: 'omitted' });
     assert.equal(body.temperature, undefined);
     assert.deepEqual(body.tool_choice, { type: 'auto' });
     const detail = await detailOf(res.json.id as string);
@@ -450,7 +456,7 @@ describe('Anthropic request translation', () => {
     assert.deepEqual(chunks.map((c) => c.choices[0]?.finish_reason).filter(Boolean), ['tool_calls']);
     const usage = chunks.at(-1)!.usage as Json;
     assert.deepEqual({ ...usage, cost: 0 }, { prompt_tokens: 157, completion_tokens: 80, total_tokens: 237, prompt_tokens_details: { cached_tokens: 100, cache_write_tokens: 7 }, cost: 0 });
-    assert.deepEqual((upstream.requests.at(-1)!.json as Json).thinking, { type: 'enabled', budget_tokens: 1024 });
+    assert.deepEqual((upstream.requests.at(-1)!.json as Json).thinking, { type: 'enabled', budget_tokens: 1024, display: 'summarized' });
 
     // Turn 2: the client echoes the assistant message (reasoning_details + tool_calls) and the tool result.
     const echoed = {
@@ -474,7 +480,7 @@ describe('Anthropic request translation', () => {
       ),
       user({ type: 'tool_result', tool_use_id: 'toolu_01', content: '18C and sunny' }),
     ]);
-    assert.deepEqual(body.thinking, { type: 'enabled', budget_tokens: 1024 });
+    assert.deepEqual(body.thinking, { type: 'enabled', budget_tokens: 1024, display: 'summarized' });
     assert.equal(body.max_tokens, 2000);
   });
 

@@ -83,7 +83,8 @@ describe('generation records', () => {
     assert.equal(data.id, id);
     assert.equal(data.tokens_prompt, 5);
     assert.equal(data.tokens_completion, 2);
-    assert.equal(data.total_cost, '0.000009');
+    assert.equal(data.total_cost, 0.000009, 'a number of USD, as OpenRouter sends it');
+    assert.equal(data.total_cost_usd, '0.000009', 'the exact decimal beside it');
     assert.equal(data.api_key_id, alice.id);
     assert.equal(data.streamed, false);
     assert.equal(data.cancelled, false);

@@ -72,7 +72,7 @@ describe('key management API', () => {
     assert.equal((await admin('GET', `/keys/${id}`)).body.data.limit_remaining, '2.5');
     const own = await api(gw, secret)('GET', '/key');
     assert.equal(own.body.data.name, 'team-a');
-    assert.equal(own.body.data.limit_remaining, '2.5');
+    assert.equal(own.body.data.limit_remaining, 2.5, 'GET /v1/key has OpenRouter number types');
     assert.equal((await admin('PATCH', `/keys/${id}`, { disabled: true })).body.data.disabled, true);
     const refused = await api(gw, secret)('GET', '/key');
     assert.equal(refused.status, 401);
@@ -156,8 +156,8 @@ for (const store of ['memory', 'redis'] as const) {
       assert.equal(first.body.usage.cost, 0.6);
       await gw.flush();
       const me = await call('GET', '/key');
-      assert.equal(me.body.data.usage, '0.6');
-      assert.equal(me.body.data.limit_remaining, '0.4');
+      assert.equal(me.body.data.usage, 0.6);
+      assert.equal(me.body.data.limit_remaining, 0.4);
       // Worst case now: the estimated prompt tokens + 500 output tokens, at $0.001 each, > $0.40 left.
       const refused = await call('POST', '/chat/completions', body);
       assert.equal(refused.status, 402);
@@ -210,7 +210,7 @@ for (const store of ['memory', 'redis'] as const) {
       }
       await gw.flush();
       const me = await api(gw, secret)('GET', '/key');
-      assert.equal(me.body.data.usage, '0.036'); // 3 × 12 tokens × $0.001
+      assert.equal(me.body.data.usage, 0.036); // 3 × 12 tokens × $0.001
     });
   });
 }

@@ -127,6 +127,30 @@ function checkReferences(raw: unknown): string[] {
       aliases.set(a, asString(m.id) ?? `models[${i}]`);
     });
   });
+  issues.push(...checkPresetReferences(config, models));
+  return issues;
+}
+
+/** Presets and variants: unique names, preset models that exist (a variant suffix allowed). */
+function checkPresetReferences(config: Loose, models: ReadonlySet<string>): string[] {
+  const issues: string[] = [];
+  const slugs = new Set<string>();
+  asList(config.presets).forEach((p, i) => {
+    const slug = asString(p.slug);
+    if (slug !== undefined && slugs.has(slug)) issues.push(`presets[${i}].slug: duplicate preset "${slug}"`);
+    if (slug !== undefined) slugs.add(slug);
+    (Array.isArray(p.models) ? p.models : []).forEach((m: unknown, j: number) => {
+      if (typeof m !== 'string') return;
+      const base = models.has(m) ? m : m.replace(/:[^:/]+$/, '');
+      if (!models.has(base)) issues.push(`presets[${i}].models[${j}]: unknown model "${m}" (known: ${[...models].join(', ') || 'none configured'})`);
+    });
+  });
+  const names = new Set<string>();
+  asList(config.model_variants).forEach((v, i) => {
+    const name = asString(v.name);
+    if (name !== undefined && names.has(name)) issues.push(`model_variants[${i}].name: duplicate variant "${name}"`);
+    if (name !== undefined) names.add(name);
+  });
   return issues;
 }
 

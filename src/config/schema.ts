@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { modelVariantSchema, presetSchema } from './presets-schema.js';
 
 /**
  * The configuration file's schema (SPEC §3). Every object is strict: an unknown key is an
@@ -121,6 +122,7 @@ export const KNOWN_PARAMETERS = [
   'top_logprobs', 'seed', 'response_format', 'structured_outputs', 'stop', 'tools', 'tool_choice',
   'parallel_tool_calls', 'include_reasoning', 'reasoning', 'reasoning_effort', 'user', 'n',
   'web_search_options', 'verbosity', 'prediction', 'service_tier',
+  'prompt_cache_key', 'metadata',
 ] as const;
 
 export const endpointSchema = z
@@ -284,9 +286,14 @@ export const configSchema = z
     retention: retention.default('none'),
     providers: z.array(providerSchema).default([]),
     models: z.array(modelSchema).default([]),
+    /** Named request defaults (`@preset/<slug>`, `preset`, `model@preset/<slug>`). */
+    presets: z.array(presetSchema).default([]),
+    /** Operator-defined model variants (`model:<name>`), beside the built-in nitro, floor and free. */
+    model_variants: z.array(modelVariantSchema).default([]),
   })
   .strict();
 
+export type { PresetConfig, ModelVariantConfig } from './presets-schema.js';
 export type TimeoutsConfig = z.infer<typeof timeoutsSchema>;
 export type LocalEngineConfig = z.infer<typeof localEngineSchema>;
 export type ProviderConfig = z.infer<typeof providerSchema>;

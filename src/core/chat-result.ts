@@ -12,4 +12,6 @@ export interface ChatResult {
   nativeFinishReason: string | null;
   usage: Usage | null;
   systemFingerprint?: string | null;
+  /** The upstream's log probabilities (OpenAI's choice `logprobs`), relayed as sent; absent when none. */
+  logprobs?: Record<string, unknown> | null;
 }

@@ -74,8 +74,31 @@ export interface ProviderPreferences {
   ignore?: string[];
   quantizations?: string[];
   sort?: 'price' | 'throughput' | 'latency';
-  /** USD per 1M tokens. */
-  max_price?: { prompt?: number; completion?: number; request?: number };
+  /** `model` (default): fallback models stay fallbacks; `none`: `sort` orders endpoints across all models. */
+  sort_partition?: 'model' | 'none';
+  /** USD per 1M tokens (prompt, completion); USD per request, image or audio unit (request, image, audio). */
+  max_price?: { prompt?: number; completion?: number; request?: number; image?: number; audio?: number };
+  /** Deprioritise endpoints slower than this time to first token, in seconds, at each percentile given. */
+  preferred_max_latency?: PerformanceCutoffs;
+  /** Deprioritise endpoints below this throughput, in output tokens per second, at each percentile given. */
+  preferred_min_throughput?: PerformanceCutoffs;
+}
+
+/** Thresholds per percentile of an endpoint's live statistics (OpenRouter's `PercentileLatencyCutoffs`). */
+export interface PerformanceCutoffs {
+  p50?: number;
+  p75?: number;
+  p90?: number;
+  p99?: number;
+}
+
+/** A model variant as routing applies it (`:nitro`, `:floor`, `:free` or the operator's). */
+export interface ModelVariant {
+  name: string;
+  /** Preferences the variant sets; the request's own members win. */
+  provider: ProviderPreferences;
+  /** Only endpoints whose prompt, completion and request prices are all zero (`:free`). */
+  freeOnly: boolean;
 }
 
 /** Gateway options (SPEC §2.1 `op`). */
@@ -109,13 +132,30 @@ export interface ChatRequest {
   tool_choice?: ToolChoice;
   parallel_tool_calls?: boolean | null;
   response_format?: ResponseFormat;
-  reasoning?: { effort?: ReasoningEffort; max_tokens?: number; exclude?: boolean; enabled?: boolean };
+  reasoning?: { effort?: ReasoningEffort; max_tokens?: number; exclude?: boolean; enabled?: boolean; summary?: 'auto' | 'concise' | 'detailed' };
   reasoning_effort?: ReasoningEffort | null;
   seed?: number | null;
   user?: string;
+  /** Upstream prompt-cache routing key (OpenAI); also the gateway's sticky-routing key. */
+  prompt_cache_key?: string;
+  /** Automatic prompt caching (Anthropic's top-level `cache_control`). */
+  cache_control?: { type: 'ephemeral'; ttl?: string };
+  service_tier?: 'auto' | 'default' | 'flex' | 'priority' | 'scale';
+  verbosity?: 'low' | 'medium' | 'high';
+  modalities?: Array<'text' | 'image' | 'audio'>;
+  metadata?: Record<string, string>;
   models?: string[];
+  /** A preset of the config (`presets`) whose models, provider preferences, parameters and system prompt apply. */
+  preset?: string;
   provider?: ProviderPreferences;
   op?: OpOptions;
+  /**
+   * Gateway-internal, never sent upstream: the variant asked for each model (`nitro`, `floor`,
+   * `free` or an operator's), by model id, after the suffixes were taken off `model`/`models`.
+   */
+  variants?: Record<string, ModelVariant>;
+  /** Gateway-internal: request fields accepted but not acted on, recorded as warnings. */
+  warnings?: string[];
 }
 
 /** A validated legacy completion request. */

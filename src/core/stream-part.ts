@@ -15,7 +15,8 @@ export type ContentBlockKind = 'text' | 'reasoning' | 'refusal' | 'tool-call';
  * block-structured (Anthropic's `content_block_*`, Responses' `output_item.*`).
  */
 export type StreamPart =
-  | { type: 'text'; text: string }
+  /** `logprobs`: the upstream's log probabilities of this text (OpenAI's choice `logprobs`), relayed as sent. */
+  | { type: 'text'; text: string; logprobs?: Record<string, unknown> }
   | { type: 'reasoning'; text: string }
   /** Reasoning state to echo back next turn (signatures, redacted thinking). */
   | { type: 'reasoning-details'; details: ReasoningDetail[] }

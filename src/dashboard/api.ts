@@ -87,13 +87,14 @@ export interface KeyInfo {
   label?: string;
   is_admin?: boolean;
   disabled?: boolean;
-  limit: string | null;
+  /** USD: decimal strings from `/v1/keys`, numbers from `/v1/key` (OpenRouter's type). */
+  limit: string | number | null;
   limit_reset?: 'daily' | 'weekly' | 'monthly' | 'never' | null;
-  limit_remaining: string | null;
-  usage?: string;
-  usage_daily?: string;
-  usage_weekly?: string;
-  usage_monthly?: string;
+  limit_remaining: string | number | null;
+  usage?: string | number;
+  usage_daily?: string | number;
+  usage_weekly?: string | number;
+  usage_monthly?: string | number;
   usage_total?: string;
   rate_limit: { requests_per_minute: number | null; tokens_per_minute: number | null } | null;
   allowed_models?: string[];
@@ -183,7 +184,8 @@ export interface Generation {
   native_tokens_reasoning: number | null;
   native_tokens_cached: number | null;
   usage_source: string | null;
-  total_cost: string;
+  /** A USD decimal string in lists; a number of USD from `GET /v1/generation` (OpenRouter's type). */
+  total_cost: string | number;
   latency: number | null;
   time_to_first_token: number | null;
   tags: string[];

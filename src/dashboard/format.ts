@@ -5,8 +5,9 @@ const intFormat = new Intl.NumberFormat('en-US');
 const groupThousands = (digits: string): string => digits.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 
 /** "0.000018" → "$0.000018", "12.5" → "$12.50", "1234" → "$1,234.00". Exact; at least 2 decimals. */
-export function usd(value: string | null | undefined): string {
+export function usd(value: string | number | null | undefined): string {
   if (value === null || value === undefined || value === '') return '—';
+  if (typeof value === 'number') value = value.toFixed(12);
   const m = /^(-?)(\d*)(?:\.(\d*))?$/.exec(value.trim());
   if (!m) return `$${value}`;
   const [, sign, whole, frac = ''] = m;

@@ -1,41 +1,41 @@
 import { z } from 'zod';
+import { normalizeProviderPreferences, providerPreferencesSchema } from '../config/provider-preferences-schema.js';
+import type { ProviderPreferences } from '../core/chat-types.js';
 
 /**
  * The gateway fields (SPEC §2.1), accepted in the request body of every client API: `models`
- * (fallback models), `provider` (routing preferences), `op` (retention, tags, session).
+ * (fallback models, each may carry a variant such as `:nitro`), `provider` (routing
+ * preferences in OpenRouter's `ProviderPreferences` shape, nulls allowed and normalised away),
+ * `op` (retention, tags, session).
  */
 
-const slugList = z.array(z.string().min(1)).max(64);
+/**
+ * `provider` as OpenRouter sends it, normalised to the internal {@link ProviderPreferences}
+ * (null members dropped, `sort` split, `max_price` strings read as numbers). Members the
+ * gateway cannot act on are kept in a non-enumerable `ignored` list for the warnings.
+ */
+const provider = providerPreferencesSchema.transform((p): ProviderPreferences => {
+  const { prefs, ignored } = normalizeProviderPreferences(p);
+  if (ignored.length > 0) Object.defineProperty(prefs, 'ignored', { value: ignored, enumerable: false });
+  return prefs;
+});
 
-const provider = z
-  .object({
-    order: slugList.optional(),
-    allow_fallbacks: z.boolean().optional(),
-    require_parameters: z.boolean().optional(),
-    data_collection: z.enum(['allow', 'deny']).optional(),
-    zdr: z.boolean().optional(),
-    only: slugList.optional(),
-    ignore: slugList.optional(),
-    quantizations: slugList.optional(),
-    sort: z.enum(['price', 'throughput', 'latency']).optional(),
-    max_price: z
-      .object({ prompt: z.number().min(0).optional(), completion: z.number().min(0).optional(), request: z.number().min(0).optional() })
-      .strict()
-      .optional(),
-  })
-  .strict();
+/** Members of `provider` accepted but not acted on (see {@link provider}). */
+export function ignoredProviderMembers(p: ProviderPreferences | undefined): string[] {
+  return (p as { ignored?: string[] } | undefined)?.ignored ?? [];
+}
 
 const op = z
   .object({
     retention: z.union([z.literal('none'), z.number().int().min(0).max(36_500)]).optional(),
     tags: z.array(z.string().min(1).max(64)).max(16).optional(),
-    session: z.string().min(1).max(128).optional(),
+    session: z.string().min(1).max(256).optional(),
   })
   .strict();
 
 /** Spread into an API's request object schema. */
 export const gatewayFields = {
-  models: z.array(z.string().min(1)).max(16).optional(),
-  provider: provider.optional(),
+  models: z.array(z.string().min(1)).max(16).nullable().optional().transform((v) => v ?? undefined),
+  provider: provider.nullable().optional().transform((v) => v ?? undefined),
   op: op.optional(),
 };

@@ -1,4 +1,5 @@
 import type { PromptSize } from '../accounting/estimate-tokens.js';
+import { stickyKey } from '../routing/sticky-routes.js';
 import { GatewayError, toGatewayError } from '../errors/gateway-error.js';
 import { affordableOutputTokens, worstCaseCost, worstCaseOutputTokens } from '../limits/credit.js';
 import type { ResolvedEndpoint } from '../providers/types.js';
@@ -84,6 +85,8 @@ export async function runAttempts(
         rt.health.recordFailure(target.id, { latencyMs: latency, rateLimited: draft.errorCode === 'upstream_rate_limited' });
       } else {
         // Time to first token and throughput mean something only for streams.
+        const sticky = stickyKey(chat);
+        if (sticky !== undefined) rt.health.sticky.set(sticky, target.model.id, target.id);
         rt.health.recordSuccess(target.id, {
           latencyMs: latency - state.poolWaitMs,
           ttftMs: stream && draft.ttftMs !== null ? draft.ttftMs - Math.round(started - draft.startedAt) - state.poolWaitMs : null,
@@ -125,7 +128,7 @@ async function runUpstreamAttempt(a: Attempt): Promise<number> {
   if (ingress.output === 'embeddings') return embedAttempt(a, ingress);
   const call = await buildUpstreamCall(a.lane, a.input, a.target, a.adapter);
   a.draft.dropped = call.dropped;
-  a.draft.warnings = call.warnings ?? [];
+  a.draft.warnings = [...(a.input.chat.warnings ?? []), ...(call.warnings ?? [])];
   if (!a.lane.native && ingress.translationWarnings) a.draft.warnings = [...ingress.translationWarnings(a.input.request), ...a.draft.warnings];
   a.draft.routingReason = a.reason;
   return a.input.stream ? streamAttempt(a, ingress, call) : completeAttempt(a, ingress, call);

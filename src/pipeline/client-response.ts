@@ -26,7 +26,7 @@ const KEEP_ALIVE = ': keep-alive\n\n';
 
 /** Headers of every answer of a generation: rate-limit state, request and generation ids. */
 export function responseHeaders(draft: GenerationDraft): Record<string, string> {
-  return { ...draft.extraHeaders, 'x-request-id': draft.requestId, 'x-op-generation-id': draft.id };
+  return { ...draft.extraHeaders, 'x-request-id': draft.requestId, 'x-op-generation-id': draft.id, 'x-generation-id': draft.id };
 }
 
 /**
@@ -91,7 +91,7 @@ export async function sendFailure(sink: ClientSink, state: ResponseState, ingres
     return;
   }
   draft.httpStatus = err.status;
-  sink.send(err.status, { ...draft.extraHeaders, 'x-op-generation-id': draft.id, ...errorHeaders(err, draft.requestId) }, ingress.errorBody(err, draft.requestId));
+  sink.send(err.status, { ...draft.extraHeaders, 'x-op-generation-id': draft.id, 'x-generation-id': draft.id, ...errorHeaders(err, draft.requestId) }, ingress.errorBody(err, draft.requestId));
 }
 
 /** End a started stream with the API's error event, after the first byte (no failover then). */

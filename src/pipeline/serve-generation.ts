@@ -4,6 +4,7 @@ import type { IngressAdapter } from '../ingress/types.js';
 import type { ApiKey } from '../store/keys.js';
 import { newGenerationId } from '../util/ids.js';
 import { resolveAliases } from '../routing/catalog.js';
+import { resolveModelNames } from '../routing/model-names.js';
 import { admit, type CreditLimit } from './admit.js';
 import { runAttempts } from './attempt-loop.js';
 import type { ClientSink } from './client-sink.js';
@@ -29,6 +30,7 @@ export async function serveGeneration(
   try {
     const request = ingress.parse(body);
     const chat = resolveAliases(rt.catalog, ingress.toChat(request));
+    resolveModelNames(chat, rt.catalog, rt.config);
     input = { ingress, request, chat, stream: chat.stream === true, headers };
   } catch (thrown) {
     refuse(rt, draft, ingress, sink, thrown);
@@ -60,7 +62,7 @@ function refuse(rt: GatewayRuntime, draft: GenerationDraft, ingress: IngressAdap
   draft.errorMessage = err.message;
   draft.httpStatus = err.status;
   finishGeneration(rt, draft);
-  sink.send(err.status, { ...draft.extraHeaders, 'x-op-generation-id': draft.id, ...errorHeaders(err, draft.requestId) }, ingress.errorBody(err, draft.requestId));
+  sink.send(err.status, { ...draft.extraHeaders, 'x-op-generation-id': draft.id, 'x-generation-id': draft.id, ...errorHeaders(err, draft.requestId) }, ingress.errorBody(err, draft.requestId));
 }
 
 /**

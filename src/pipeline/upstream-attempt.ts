@@ -53,7 +53,8 @@ export async function completeAttempt(a: Attempt, ingress: GenerationIngress, ca
     if (result.finishReason === 'length' && acc.reasoningOnly(draft.usage)) throw reasoningExhausted();
     draft.markFirstToken();
     // Same format in and out: the upstream's own body (parsed above only for the record).
-    const body = a.lane.relayUpstream ? json : ingress.responseBody(identityFor(draft, target.model.id), result, draft.usage!, costUsd);
+    const shown = input.chat.reasoning?.exclude === true ? { ...result, reasoning: null } : result;
+    const body = a.lane.relayUpstream ? json : ingress.responseBody(identityFor(draft, target.model.id), shown, draft.usage!, costUsd);
     state.outputStarted = true;
     a.sink.send(200, responseHeaders(draft), body);
     return res.statusCode;
@@ -128,6 +129,11 @@ class StreamRelay {
   }
 
   async emit(part: StreamPart): Promise<void> {
+    // `reasoning.exclude` / `include_reasoning: false`: the model may think, the client does not see it.
+    if (part.type === 'reasoning' && this.a.input.chat.reasoning?.exclude === true) {
+      this.acc.add(part);
+      return;
+    }
     switch (part.type) {
       case 'error':
         throw part.error;

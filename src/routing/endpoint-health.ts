@@ -4,6 +4,7 @@
  * endpoints; `GET /v1/models/{author}/{slug}/endpoints` shows it. In-process, per replica.
  * Times are ms; throughput is output tokens per second.
  */
+import { StickyRoutes } from './sticky-routes.js';
 
 /** Breaker and statistics settings (config `routing`). */
 export interface HealthSettings {
@@ -27,6 +28,27 @@ interface Sample {
   tokensPerSecond: number | null;
 }
 
+/**
+ * Whether an endpoint's statistics meet OpenRouter's performance preferences: time to first
+ * token at or under `preferred_max_latency` (seconds) and throughput at or over
+ * `preferred_min_throughput` (tokens per second), at every percentile given. An endpoint
+ * without samples meets them (nothing is known against it).
+ * @see https://openrouter.ai/docs/guides/routing/provider-selection#performance-thresholds
+ */
+export function meetsPerformance(
+  stats: Pick<EndpointStats, 'latency_last_30m' | 'throughput_last_30m'>,
+  maxLatencyS: Partial<Percentiles> | undefined,
+  minThroughput: Partial<Percentiles> | undefined,
+): boolean {
+  for (const q of ['p50', 'p75', 'p90', 'p99'] as const) {
+    const lat = stats.latency_last_30m?.[q];
+    if (maxLatencyS?.[q] !== undefined && lat !== undefined && lat > maxLatencyS[q]! * 1000) return false;
+    const tps = stats.throughput_last_30m?.[q];
+    if (minThroughput?.[q] !== undefined && tps !== undefined && tps < minThroughput[q]!) return false;
+  }
+  return true;
+}
+
 /** Percentiles of a metric; null when no sample has it. */
 export interface Percentiles {
   p50: number;
@@ -41,6 +63,8 @@ export interface EndpointStats {
   /** Success share of finished attempts (rate-limited ones excluded); null with no data. */
   uptime_last_5m: number | null;
   uptime_last_30m: number | null;
+  /** Over the samples kept (`routing.stats_window_ms`, 30 minutes by default), at most one day. */
+  uptime_last_1d: number | null;
   /** Time to first token, ms. */
   latency_last_30m: Percentiles | null;
   /** Whole-attempt duration, ms. */
@@ -84,11 +108,15 @@ export type Admission =
 /** Health of every endpoint, by endpoint id. */
 export class HealthRegistry {
   private readonly byId = new Map<string, EndpointHealth>();
+  /** The endpoint each sticky key (session, prompt_cache_key) was last served by. */
+  readonly sticky: StickyRoutes;
 
   constructor(
     public settings: HealthSettings,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.sticky = new StickyRoutes(now);
+  }
 
   private get(id: string): EndpointHealth {
     let h = this.byId.get(id);
@@ -192,6 +220,7 @@ export class HealthRegistry {
       circuit: this.peek(id).ok || h.state === 'closed' ? h.state : 'open',
       uptime_last_5m: uptime(5 * 60_000),
       uptime_last_30m: uptime(30 * 60_000),
+      uptime_last_1d: uptime(24 * 60 * 60_000),
       latency_last_30m: percentiles(ok.flatMap((s) => (s.ttftMs === null ? [] : [s.ttftMs]))),
       duration_last_30m: percentiles(ok.map((s) => s.latencyMs)),
       throughput_last_30m: percentiles(ok.flatMap((s) => (s.tokensPerSecond === null ? [] : [s.tokensPerSecond]))),

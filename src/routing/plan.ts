@@ -2,7 +2,8 @@ import type { ChatRequest } from '../core/chat-types.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { ResolvedEndpoint } from '../providers/types.js';
 import type { Catalog } from './catalog.js';
-import type { Admission, HealthRegistry } from './endpoint-health.js';
+import { meetsPerformance, type Admission, type HealthRegistry } from './endpoint-health.js';
+import { stickyKey } from './sticky-routes.js';
 import { endpointPrice, filterEndpoint, requiredModalities, requiredParameters, type ExclusionReason, type PromptTokens } from './filters.js';
 
 /** Why an endpoint was left out of a plan. */
@@ -40,6 +41,12 @@ function healthDetail(a: Exclude<Admission, { ok: true }>): string {
   return a.cause === 'rate_limit' ? 'cooling down after a rate limit' : 'cooling down: the upstream failed and asked for a pause (Retry-After)';
 }
 
+/** Whether every price of the endpoint is zero. */
+function isFree(t: ResolvedEndpoint): boolean {
+  const p = t.endpoint.pricing;
+  return Number(p.prompt) === 0 && Number(p.completion) === 0 && Number(p.request) === 0;
+}
+
 /** Order endpoints by a random draw without replacement, weighted by weight / price². */
 function weightedShuffle(items: ResolvedEndpoint[], random: () => number): ResolvedEndpoint[] {
   const pool = items.map((t) => {
@@ -73,6 +80,24 @@ function sortKey(t: ResolvedEndpoint, by: 'price' | 'throughput' | 'latency', he
   }
 }
 
+/** Endpoints that miss `preferred_max_latency` / `preferred_min_throughput` go after the others (never out). */
+function deprioritiseSlow(tail: PlannedEndpoint[], pref: NonNullable<ChatRequest['provider']>, health: HealthRegistry): PlannedEndpoint[] {
+  const fast: PlannedEndpoint[] = [];
+  const slow: PlannedEndpoint[] = [];
+  for (const p of tail) {
+    if (meetsPerformance(health.stats(p.target.id), pref.preferred_max_latency, pref.preferred_min_throughput)) fast.push(p);
+    else slow.push({ ...p, reason: `${p.reason}:below-preferred-performance` });
+  }
+  return [...fast, ...slow];
+}
+
+/** The request as routing sees it for one model: its variant's preferences under the request's own. */
+function forModel(req: ChatRequest, modelId: string): ChatRequest {
+  const variant = req.variants?.[modelId];
+  if (!variant) return req;
+  return { ...req, model: modelId, provider: { ...variant.provider, ...(req.provider ?? {}) } };
+}
+
 /** Order the eligible endpoints of one model. */
 function orderModel(eligible: ResolvedEndpoint[], req: ChatRequest, ctx: RouteContext): PlannedEndpoint[] {
   const pref = req.provider ?? {};
@@ -97,6 +122,11 @@ function orderModel(eligible: ResolvedEndpoint[], req: ChatRequest, ctx: RouteCo
       ...failing.map((t) => ({ target: t, reason: 'recently-failing' })),
     ];
   }
+  if (pref.preferred_max_latency || pref.preferred_min_throughput) tail = deprioritiseSlow(tail, pref, ctx.health);
+  const key = !pref.order ? stickyKey(req) : undefined;
+  const stuck = key === undefined || tail.length < 2 ? undefined : ctx.health.sticky.get(key, req.model);
+  const at = stuck === undefined ? -1 : tail.findIndex((p) => p.target.id === stuck);
+  if (at > 0) tail = [{ target: tail[at]!.target, reason: 'sticky' }, ...tail.slice(0, at), ...tail.slice(at + 1)];
   if (head.length > 0) tail = tail.map((p) => ({ ...p, reason: 'fallback' }));
   head = [...head, ...tail];
   if (pref.allow_fallbacks === false) head = head.slice(0, 1);
@@ -148,9 +178,11 @@ export function planRoute(req: ChatRequest, ctx: RouteContext, promptTokens: num
       for (const target of entry.endpoints) plan.excluded.push({ endpoint: target.id, model: modelId, reason: 'input_modality', detail });
       return;
     }
+    const modelReq = forModel(req, modelId);
+    const freeOnly = req.variants?.[modelId]?.freeOnly === true;
     for (const target of entry.endpoints) {
       if (plan.endpoints.some((p) => p.target === target)) continue;
-      let verdict = filterEndpoint(target, req, needs, prompt);
+      let verdict = freeOnly && !isFree(target) ? { reason: 'max_price' as const, detail: 'not priced at zero (:free)' } : filterEndpoint(target, modelReq, needs, prompt);
       if (!verdict) {
         const admission = ctx.health.peek(target.id);
         if (!admission.ok) {
@@ -161,9 +193,16 @@ export function planRoute(req: ChatRequest, ctx: RouteContext, promptTokens: num
       if (verdict) plan.excluded.push({ endpoint: target.id, model: modelId, ...verdict });
       else eligible.push(target);
     }
-    const ordered = orderModel(eligible, req, ctx);
+    const ordered = orderModel(eligible, { ...modelReq, model: modelId }, ctx);
     plan.endpoints.push(...(position === 0 ? ordered : ordered.map((p) => ({ ...p, reason: `models[${position - 1}]:${p.reason}` }))));
   });
+  const by = req.provider?.sort;
+  if (by && req.provider?.sort_partition === 'none' && !req.provider.order) {
+    plan.endpoints = plan.endpoints
+      .map((p, i) => ({ p, i, k: sortKey(p.target, by, ctx.health) }))
+      .sort((a, b) => a.k - b.k || a.i - b.i)
+      .map(({ p }) => ({ ...p, reason: `sort:${by}:partition-none` }));
+  }
   if (plan.endpoints.length > 0) return plan;
   if (plan.excluded.length === 0) {
     throw new GatewayError('no_endpoint_available', `no endpoint serves model ${JSON.stringify(req.model)}`, { param: 'model', metadata: { unknown_models: unknown } });

@@ -109,6 +109,8 @@ export interface AnthropicRequestBody {
   tool_choice?: AnthropicToolChoice;
   thinking?: AnthropicThinking;
   metadata?: { user_id: string };
+  /** Automatic prompt caching: the breakpoint moves to the last cacheable block. */
+  cache_control?: { type: 'ephemeral'; ttl?: string };
   /** Structured outputs: the answer text is JSON matching `schema`. */
   output_config?: { format: { type: 'json_schema'; schema: Record<string, unknown> } };
   stream?: true;

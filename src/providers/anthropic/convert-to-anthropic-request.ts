@@ -3,7 +3,7 @@ import { requestedOutputLimit } from '../../core/output-limit.js';
 import type { ProviderConfig } from '../../config/schema.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import type { ResolvedEndpoint, UpstreamCall } from '../types.js';
-import { planThinking, thinkingBudgetFor } from './anthropic-thinking.js';
+import { planThinking, thinkingBudgetFor, wantsSummarizedThinking } from './anthropic-thinking.js';
 import type { AnthropicRequestBody, AnthropicThinking } from './anthropic-wire-types.js';
 import { convertToAnthropicMessages } from './convert-to-anthropic-messages.js';
 import { prepareAnthropicTools } from './prepare-anthropic-tools.js';
@@ -24,7 +24,7 @@ const MAX_TEMPERATURE = 1;
 const MIN_TOP_P_WITH_THINKING = 0.95;
 
 /** Request fields with no Anthropic equivalent: always dropped (and listed) when present. */
-const NO_EQUIVALENT = ['seed', 'presence_penalty', 'frequency_penalty', 'repetition_penalty', 'min_p', 'logit_bias', 'logprobs', 'top_logprobs'] as const;
+const NO_EQUIVALENT = ['seed', 'presence_penalty', 'frequency_penalty', 'repetition_penalty', 'min_p', 'logit_bias', 'logprobs', 'top_logprobs', 'service_tier', 'verbosity', 'metadata'] as const;
 
 /**
  * `POST …/v1/messages` under the provider's `base_url` (default {@link DEFAULT_ANTHROPIC_BASE_URL});
@@ -94,9 +94,10 @@ export function convertToAnthropicRequest(req: ChatRequest, target: ResolvedEndp
   let thinking: AnthropicThinking | undefined;
   const reasoning = allow('reasoning', 'reasoning') ? req.reasoning : undefined;
   const reasoningEffort = allow('reasoning_effort', 'reasoning_effort', 'reasoning') ? req.reasoning_effort : undefined;
-  const budget = thinkingBudgetFor({ reasoning, reasoningEffort });
+  const budget = thinkingBudgetFor({ reasoning, reasoningEffort, maxTokens });
   if (budget !== null) {
-    const plan = planThinking(budget, maxTokens, target.endpoint.max_completion_tokens, reasoning?.exclude === true);
+    const exclude = reasoning?.exclude === true;
+    const plan = planThinking(budget, maxTokens, target.endpoint.max_completion_tokens, exclude, wantsSummarizedThinking(target.endpoint.upstream_model, exclude));
     warnings.push(...plan.warnings);
     if (plan.thinking) {
       thinking = plan.thinking;
@@ -143,6 +144,7 @@ export function convertToAnthropicRequest(req: ChatRequest, target: ResolvedEndp
   if (tools.tool_choice) body.tool_choice = tools.tool_choice;
   if (tools.output_config) body.output_config = tools.output_config;
   if (thinking) body.thinking = thinking;
+  if (req.cache_control) body.cache_control = req.cache_control;
   if (allow('user', 'user')) body.metadata = { user_id: req.user as string };
   for (const field of NO_EQUIVALENT) if (present(field)) dropped.push(field);
   if (stream) body.stream = true;

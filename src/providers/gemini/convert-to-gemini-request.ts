@@ -15,7 +15,7 @@ export const DEFAULT_GEMINI_BASE_URL = 'https://generativelanguage.googleapis.co
  * (`logprobs` exists upstream but the gateway does not relay log probabilities; `user` has no
  * Gemini field.)
  */
-const NO_EQUIVALENT = ['min_p', 'repetition_penalty', 'logit_bias', 'logprobs', 'top_logprobs', 'parallel_tool_calls', 'user'] as const;
+const NO_EQUIVALENT = ['min_p', 'repetition_penalty', 'logit_bias', 'logprobs', 'top_logprobs', 'parallel_tool_calls', 'user', 'prompt_cache_key', 'service_tier', 'verbosity', 'metadata'] as const;
 
 /**
  * The URL of a call: `<base>/v1beta/models/<model>:generateContent`, or

@@ -47,5 +47,6 @@ export function convertOpenAIResponse(providerId: string, body: unknown, operati
     nativeFinishReason: choice.finish_reason ?? null,
     usage: convertOpenAIUsage(res.usage),
     systemFingerprint: res.system_fingerprint ?? null,
+    logprobs: choice.logprobs ?? null,
   };
 }

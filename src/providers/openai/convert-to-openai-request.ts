@@ -28,6 +28,10 @@ const OPTIONAL_PARAMS: ReadonlyArray<readonly [keyof ChatRequest & string, strin
   ['parallel_tool_calls', 'parallel_tool_calls'],
   ['response_format', 'response_format'],
   ['user', 'user'],
+  ['prompt_cache_key', 'prompt_cache_key'],
+  ['service_tier', 'service_tier'],
+  ['verbosity', 'verbosity'],
+  ['metadata', 'metadata'],
 ];
 
 /**

@@ -44,7 +44,7 @@ export function createOpenAIStreamTransform(providerId: string, _operation: Upst
         const content = readOpenAIContent(delta.content);
         const reasoning = (delta.reasoning_content ?? delta.reasoning ?? '') + content.reasoning;
         if (typeof reasoning === 'string' && reasoning !== '') parts.push({ type: 'reasoning', text: reasoning });
-        if (content.text !== '') parts.push({ type: 'text', text: content.text });
+        if (content.text !== '') parts.push(choice.logprobs ? { type: 'text', text: content.text, logprobs: choice.logprobs } : { type: 'text', text: content.text });
         if (typeof choice.text === 'string' && choice.text !== '') parts.push({ type: 'text', text: choice.text });
         if (typeof delta.refusal === 'string' && delta.refusal !== '') parts.push({ type: 'refusal', text: delta.refusal });
         if (Array.isArray(delta.tool_calls)) for (const tc of delta.tool_calls) parts.push(...tools.push(tc));

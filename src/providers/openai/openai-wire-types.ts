@@ -40,6 +40,8 @@ export interface OpenAIChoiceWire {
   /** `"error"` when the server failed mid-generation (OpenRouter), with `error` beside it. */
   finish_reason?: string | null;
   error?: OpenAIErrorWire | string;
+  /** Log probabilities (`{content: [...], refusal}` on chat), relayed as sent. */
+  logprobs?: Record<string, unknown> | null;
 }
 
 export interface OpenAIErrorWire {

@@ -48,6 +48,67 @@ export function generationObject(row: GenerationsTable) {
   };
 }
 
+interface AttemptDetail {
+  endpoint: string;
+  provider: string;
+  model: string;
+  status: number | null;
+  latency_ms: number;
+}
+
+/**
+ * The generation as `GET /v1/generation` returns it: {@link generationObject} plus OpenRouter's
+ * `GenerationResponse` members in OpenRouter's types (`total_cost` and `usage` as JSON numbers of
+ * USD, the exact decimal kept in `total_cost_usd`; `provider_responses` with `endpoint_id`,
+ * `provider_name`, `latency`; `preset_id` from the `preset:<slug>` tag). Fields a self-hosted
+ * gateway has no value for (app, referer, moderation, media counts, workspace) are null.
+ * @see https://openrouter.ai/docs/api-reference/generations/get-generation
+ */
+export function openRouterGenerationObject(row: GenerationsTable) {
+  const base = generationObject(row);
+  const preset = base.tags.find((t) => t.startsWith('preset:'));
+  return {
+    ...base,
+    total_cost: Number(base.total_cost),
+    total_cost_usd: base.total_cost,
+    usage: Number(base.total_cost),
+    upstream_inference_cost: null,
+    cache_discount: null,
+    is_byok: false,
+    origin: '',
+    app_id: null,
+    http_referer: null,
+    user_agent: null,
+    external_user: null,
+    data_region: 'global',
+    router: null,
+    service_tier: null,
+    upstream_id: null,
+    workspace_id: null,
+    web_search_engine: null,
+    response_cache_source_id: null,
+    moderation_latency: null,
+    generation_time: row.latency_ms === null ? null : row.latency_ms - (row.ttft_ms ?? 0),
+    native_tokens_prompt: row.prompt_tokens,
+    native_tokens_completion: row.completion_tokens,
+    native_tokens_completion_images: null,
+    num_media_prompt: null,
+    num_media_completion: null,
+    num_input_audio_prompt: null,
+    num_search_results: null,
+    num_fetches: null,
+    preset_id: preset ? preset.slice('preset:'.length) : null,
+    provider_responses: (base.provider_responses as AttemptDetail[]).map((a) => ({
+      ...a,
+      endpoint_id: a.endpoint,
+      provider_name: a.provider,
+      latency: a.latency_ms,
+      status: typeof a.status === 'number' ? a.status : null,
+      is_byok: false,
+    })),
+  };
+}
+
 /** `GET /v1/generation?id=gen_…`: a key sees only its own generations; the admin key sees all. */
 export function registerGenerationRoutes(app: FastifyInstance, rt: () => GatewayRuntime, db: Kysely<Database>): void {
   app.get<{ Querystring: { id?: string } }>('/v1/generation', async (req) => {
@@ -58,6 +119,6 @@ export function registerGenerationRoutes(app: FastifyInstance, rt: () => Gateway
     if (!row || (!key.isAdmin && row.key_id !== key.id)) {
       throw new GatewayError('not_found', `no generation ${JSON.stringify(id)} for this key`, { param: 'id' });
     }
-    return { data: generationObject(row) };
+    return { data: openRouterGenerationObject(row) };
   });
 }

@@ -123,6 +123,49 @@ async function keyObject(rt: GatewayRuntime, key: ApiKey, fresh = false) {
   };
 }
 
+/** USD decimal string → JSON number of USD (OpenRouter's type; display only). */
+const usdNumber = (v: string): number => Number(v);
+
+/**
+ * `GET /v1/key` in OpenRouter's shape (`@openrouter/sdk` `getCurrentKeyMetadata`): money as
+ * numbers of USD (the exact decimals stay in `/v1/keys`), `rate_limit` with OpenRouter's
+ * `interval`/`requests`/`note` beside the gateway's per-minute limits (`requests: -1` without
+ * one), no BYOK, free tier, workspace or data regions (zero, false, null, empty).
+ * @see https://openrouter.ai/docs/api-reference/api-keys/get-current-key
+ */
+function openRouterKeyFields(own: Awaited<ReturnType<typeof keyObject>> | null) {
+  const rpm = own?.rate_limit.requests_per_minute ?? null;
+  return {
+    usage: own ? usdNumber(own.usage) : 0,
+    usage_daily: own ? usdNumber(own.usage_daily) : 0,
+    usage_weekly: own ? usdNumber(own.usage_weekly) : 0,
+    usage_monthly: own ? usdNumber(own.usage_monthly) : 0,
+    limit: own?.limit == null ? null : usdNumber(own.limit),
+    limit_remaining: own?.limit_remaining == null ? null : usdNumber(own.limit_remaining),
+    limit_reset: own?.limit_reset ?? null,
+    byok_usage: 0,
+    byok_usage_daily: 0,
+    byok_usage_weekly: 0,
+    byok_usage_monthly: 0,
+    include_byok_in_limit: false,
+    is_free_tier: false,
+    is_management_key: false,
+    is_provisioning_key: false,
+    allowed_data_regions: [],
+    creator_user_id: null,
+    organization_id: null,
+    workspace_id: null,
+    free_model_daily_requests: { limit: 0, remaining: 0, used: 0 },
+    rate_limit: {
+      interval: '1m',
+      requests: rpm ?? -1,
+      note: rpm === null ? 'no request rate limit on this key' : 'requests per minute (x-ratelimit-* headers carry the live counts)',
+      requests_per_minute: rpm,
+      tokens_per_minute: own?.rate_limit.tokens_per_minute ?? null,
+    },
+  };
+}
+
 /**
  * Key management (admin key): `GET/POST /v1/keys`, `GET/PATCH/DELETE /v1/keys/{id}`; and
  * `GET /v1/key` for the calling key's own limits and usage.
@@ -130,8 +173,9 @@ async function keyObject(rt: GatewayRuntime, key: ApiKey, fresh = false) {
 export function registerKeyRoutes(app: FastifyInstance, rt: () => GatewayRuntime, db: Kysely<Database>, resolver: KeyResolver): void {
   app.get('/v1/key', async (req) => {
     const key = req.apiKey;
-    if (key.isAdmin) return { data: { id: 'admin', name: 'admin', is_admin: true, limit: null, limit_remaining: null, rate_limit: null } };
-    return { data: { ...(await keyObject(rt(), key)), is_admin: false } };
+    if (key.isAdmin) return { data: { ...openRouterKeyFields(null), id: 'admin', name: 'admin', label: 'admin', is_admin: true, is_management_key: true, is_provisioning_key: true } };
+    const own = await keyObject(rt(), key);
+    return { data: { ...own, ...openRouterKeyFields(own), is_admin: false } };
   });
 
   app.get('/v1/keys', async (req) => {

@@ -6,6 +6,7 @@ import type { GatewayRuntime } from '../../pipeline/runtime.js';
 import type { ResolvedEndpoint } from '../../providers/types.js';
 import { modelVisibleTo } from '../../routing/catalog.js';
 import { anthropicModelList, wantsAnthropicModelList, type AnthropicListQuery } from './anthropic-models.js';
+import { registerProviderRoutes } from './providers.js';
 
 /** USD per 1M tokens → USD per token as an exact decimal string (OpenRouter's catalog unit). */
 const perToken = (price: number | string): string => picoToUsdString(toMicros(price));
@@ -19,21 +20,16 @@ export function modelObject(model: ModelConfig) {
   const params = new Set<string>(['max_tokens', 'max_completion_tokens']);
   for (const e of model.endpoints) for (const p of e.supported_parameters) params.add(p);
   const maxCompletion = Math.max(0, ...model.endpoints.map((e) => e.max_completion_tokens ?? 0));
-  const a = model.architecture;
   return {
     id: model.id,
+    canonical_slug: model.id,
     object: 'model',
     created: 0,
     owned_by: model.id.split('/')[0]!,
     name: model.name ?? model.id,
     description: model.description ?? '',
     context_length: model.context_length,
-    architecture: {
-      modality: `${a.input_modalities.join('+')}->${a.output_modalities.join('+')}`,
-      input_modalities: a.input_modalities,
-      output_modalities: a.output_modalities,
-      tokenizer: a.tokenizer,
-    },
+    architecture: architectureObject(model),
     pricing: {
       prompt: perToken(cheapest.pricing.prompt),
       completion: perToken(cheapest.pricing.completion),
@@ -41,8 +37,51 @@ export function modelObject(model: ModelConfig) {
       input_cache_read: cheapest.pricing.cache_read !== undefined ? perToken(cheapest.pricing.cache_read) : undefined,
       input_cache_write: cheapest.pricing.cache_write !== undefined ? perToken(cheapest.pricing.cache_write) : undefined,
     },
-    top_provider: { context_length: model.context_length, max_completion_tokens: maxCompletion || null },
+    top_provider: { context_length: model.context_length, max_completion_tokens: maxCompletion || null, is_moderated: false },
+    per_request_limits: null,
+    default_parameters: null,
     supported_parameters: [...params].sort(),
+    supported_voices: null,
+    knowledge_cutoff: null,
+    expiration_date: null,
+    links: { details: `/api/v1/models/${model.id}/endpoints` },
+  };
+}
+
+/** OpenRouter's `architecture`: modalities, the `modality` summary, tokenizer, no instruct type. */
+function architectureObject(model: ModelConfig) {
+  const a = model.architecture;
+  return {
+    modality: `${a.input_modalities.join('+')}->${a.output_modalities.join('+')}`,
+    input_modalities: a.input_modalities,
+    output_modalities: a.output_modalities,
+    tokenizer: a.tokenizer,
+    instruct_type: null,
+  };
+}
+
+/**
+ * The OpenAI/OpenRouter model list the key may see: `data`, plus OpenRouter's `total_count`
+ * and `links.next` (always null: the whole catalog is one page).
+ */
+export function openAIModelList(runtime: GatewayRuntime, allowed: readonly string[]) {
+  const data = [...runtime.catalog.models.values()].filter((m) => modelVisibleTo(allowed, m.model.id)).map((m) => modelObject(m.model));
+  return { object: 'list', data, total_count: data.length, links: { next: null } };
+}
+
+/**
+ * `GET /v1/models/{author}/{slug}/endpoints` in OpenRouter's `ListEndpointsResponse` shape.
+ * @see https://openrouter.ai/docs/api-reference/endpoints/list-endpoints
+ */
+export function modelEndpointsObject(entry: { model: ModelConfig; endpoints: readonly ResolvedEndpoint[] }, runtime: GatewayRuntime) {
+  const model = entry.model;
+  return {
+    id: model.id,
+    name: model.name ?? model.id,
+    created: 0,
+    description: model.description ?? '',
+    architecture: architectureObject(model),
+    endpoints: entry.endpoints.map((t) => endpointObject(t, runtime)),
   };
 }
 
@@ -54,15 +93,21 @@ export function modelObject(model: ModelConfig) {
 export function endpointObject(t: ResolvedEndpoint, runtime: GatewayRuntime) {
   const stats = runtime.health.stats(t.id);
   const p = t.endpoint.pricing;
+  const params = t.endpoint.supported_parameters as readonly string[];
+  const tools = params.includes('tools');
   return {
     name: `${t.provider.id} | ${t.model.id}`,
     tag: t.id,
     model_id: t.model.id,
+    model_name: t.model.name ?? t.model.id,
     provider_name: t.provider.id,
     provider_kind: t.provider.kind,
     upstream_model: t.endpoint.upstream_model,
     context_length: t.contextLength,
     max_completion_tokens: t.endpoint.max_completion_tokens ?? null,
+    max_prompt_tokens: null,
+    supports_implicit_caching: t.endpoint.pricing.cache_read !== undefined && t.provider.kind !== 'anthropic',
+    supports_tool_choice: { auto: tools, none: tools, required: tools && params.includes('tool_choice'), function: tools && params.includes('tool_choice') },
     pricing: {
       prompt: perToken(p.prompt),
       completion: perToken(p.completion),
@@ -88,10 +133,7 @@ export function registerModelRoutes(app: FastifyInstance, rt: () => GatewayRunti
     if (wantsAnthropicModelList(req.headers)) {
       return anthropicModelList([...rt().catalog.models.values()].filter((m) => modelVisibleTo(allowed, m.model.id)).map((m) => m.model), req.query as AnthropicListQuery);
     }
-    return {
-      object: 'list',
-      data: [...rt().catalog.models.values()].filter((m) => modelVisibleTo(allowed, m.model.id)).map((m) => modelObject(m.model)),
-    };
+    return openAIModelList(rt(), allowed);
   });
   const entryFor = (req: FastifyRequest, id: string) => {
     const entry = rt().catalog.models.get(id);
@@ -101,19 +143,9 @@ export function registerModelRoutes(app: FastifyInstance, rt: () => GatewayRunti
   const retrieve = (req: FastifyRequest, id: string) => modelObject(entryFor(req, id).model);
   app.get<{ Params: { author: string; slug: string } }>('/v1/models/:author/:slug', async (req) => retrieve(req, `${req.params.author}/${req.params.slug}`));
   app.get<{ Params: { author: string; slug: string } }>('/v1/models/:author/:slug/endpoints', async (req) => {
-    const entry = entryFor(req, `${req.params.author}/${req.params.slug}`);
-    const model = entry.model;
-    const a = model.architecture;
-    return {
-      data: {
-        id: model.id,
-        name: model.name ?? model.id,
-        description: model.description ?? '',
-        architecture: { input_modalities: a.input_modalities, output_modalities: a.output_modalities, tokenizer: a.tokenizer },
-        endpoints: entry.endpoints.map((t) => endpointObject(t, rt())),
-      },
-    };
+    return { data: modelEndpointsObject(entryFor(req, `${req.params.author}/${req.params.slug}`), rt()) };
   });
+  registerProviderRoutes(app, rt);
   // The OpenAI SDK's models.retrieve('author/slug') encodes the slash: /v1/models/author%2Fslug.
   app.get<{ Params: { id: string } }>('/v1/models/:id', async (req) => retrieve(req, req.params.id));
 }

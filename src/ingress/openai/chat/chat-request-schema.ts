@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { ChatRequest } from '../../../core/chat-types.js';
 import { firstIssueError, pickKnown, requireObject } from '../../validate.js';
 import { nullable, openAICommonFields, tokens } from '../openai-request-fields.js';
+import { applyOpenRouterChatFields, openRouterChatFields, otherResponseFormat, serverTool } from './openrouter-chat-fields.js';
 
 /**
  * The chat completion request schema (SPEC §2.1). Every bad value becomes a 400
@@ -120,24 +121,33 @@ export const chatRequestSchema = z
     repetition_penalty: nullable(z.number().gt(0).max(2)),
     logprobs: nullable(z.boolean()),
     top_logprobs: nullable(z.number().int().min(0).max(20)),
-    tools: z.array(tool).max(512).optional(),
+    tools: z.array(z.union([tool, serverTool])).max(512).optional(),
     tool_choice: toolChoice.optional(),
     parallel_tool_calls: nullable(z.boolean()),
-    response_format: responseFormat.optional(),
-    reasoning: z
-      .object({ effort: effort.optional(), max_tokens: z.number().int().min(0).optional(), exclude: z.boolean().optional(), enabled: z.boolean().optional() })
-      .strict()
-      .optional(),
+    response_format: z.union([responseFormat, otherResponseFormat]).optional(),
+    reasoning: nullable(
+      z
+        .object({
+          effort: nullable(effort),
+          max_tokens: nullable(z.number().int().min(0)),
+          exclude: nullable(z.boolean()),
+          enabled: nullable(z.boolean()),
+          summary: nullable(z.enum(['auto', 'concise', 'detailed'])),
+        })
+        .passthrough(),
+    ),
     reasoning_effort: nullable(effort),
+    ...openRouterChatFields,
   })
   .passthrough()
   .superRefine((req, ctx) => {
+    if (req.model === undefined && req.preset === undefined) ctx.addIssue({ code: 'custom', path: ['model'], message: 'is required' });
     if (req.top_logprobs != null && req.logprobs !== true) {
       ctx.addIssue({ code: 'custom', path: ['top_logprobs'], message: 'requires logprobs: true' });
     }
     if (req.tool_choice && typeof req.tool_choice === 'object') {
       const name = req.tool_choice.function.name;
-      if (!req.tools?.some((t) => t.function.name === name)) {
+      if (!req.tools?.some((t) => 'function' in t && (t.function as { name: string }).name === name)) {
         ctx.addIssue({ code: 'custom', path: ['tool_choice', 'function', 'name'], message: `names no tool in tools: "${name}"` });
       }
     }
@@ -161,5 +171,12 @@ export function parseChatRequest(body: unknown): ChatRequest {
     Object.assign(m, { reasoning: rest.reasoning ?? alias });
     delete (m as { reasoning_content?: unknown }).reasoning_content;
   }
-  return pickKnown<ChatRequest>(result.data, KNOWN_CHAT_FIELDS);
+  const data = result.data as unknown as Record<string, unknown> & { messages: unknown[] };
+  const warnings = applyOpenRouterChatFields(data);
+  const unknown = Object.keys(data).filter((k) => !KNOWN_CHAT_FIELDS.has(k));
+  if (unknown.length > 0) warnings.push(`unknown fields not sent upstream: ${unknown.slice(0, 16).join(', ')}`);
+  if (data.model === undefined) data.model = `@preset/${String(data.preset)}`;
+  const req = pickKnown<ChatRequest & { preset?: string }>(data, KNOWN_CHAT_FIELDS);
+  if (warnings.length > 0) req.warnings = warnings;
+  return req;
 }

@@ -16,9 +16,10 @@ export function chatCompletionBody(ident: ResponseIdentity, result: ChatResult, 
     object: 'chat.completion',
     created: ident.created,
     model: ident.model,
-    choices: [{ index: 0, message, logprobs: null, finish_reason: result.finishReason }],
+    choices: [{ index: 0, message, logprobs: result.logprobs ?? null, finish_reason: result.finishReason }],
     usage,
   };
-  if (result.systemFingerprint) body.system_fingerprint = result.systemFingerprint;
+  // OpenRouter's ChatResult requires the member; OpenAI's schema types it as a string: "" when the upstream sent none.
+  body.system_fingerprint = result.systemFingerprint ?? '';
   return body;
 }

@@ -11,14 +11,14 @@ const ERROR_CHOICE = { delta: {} };
  */
 export function chatStreamEncoder(ident: ResponseIdentity): StreamEncoder {
   const head = chunkHead('chat.completion.chunk', ident);
-  const delta = (d: unknown, finish: string | null = null): string =>
-    `data: ${head}"choices":[{"index":0,"delta":${JSON.stringify(d)},"logprobs":null,"finish_reason":${finish === null ? 'null' : JSON.stringify(finish)}}]}\n\n`;
+  const delta = (d: unknown, finish: string | null = null, logprobs?: Record<string, unknown>): string =>
+    `data: ${head}"choices":[{"index":0,"delta":${JSON.stringify(d)},"logprobs":${logprobs ? JSON.stringify(logprobs) : 'null'},"finish_reason":${finish === null ? 'null' : JSON.stringify(finish)}}]}\n\n`;
   return {
     start: () => delta({ role: 'assistant', content: '' }),
     part(p) {
       switch (p.type) {
         case 'text':
-          return delta({ content: p.text });
+          return delta({ content: p.text }, null, p.logprobs);
         case 'reasoning':
           return delta({ reasoning: p.text });
         case 'reasoning-details':
