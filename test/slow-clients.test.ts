@@ -146,6 +146,15 @@ test('client timeouts, 401 close and readable 413s', async (t) => {
       );
       assert.equal(upstream.requests.length, 0);
     });
+
+    await t.test('an injected request with a body (app.inject, no socket) is served, not a 500', async () => {
+      const res = await gw.gateway.app.inject({
+        method: 'POST', url: '/v1/keys', headers: { authorization: `Bearer ${gw.adminKey}` },
+        payload: { name: 'injected', rate_limit: { requests_per_minute: 1 } },
+      });
+      assert.equal(res.statusCode, 201, res.body);
+      assert.equal((res.json() as { data: { rate_limit: { requests_per_minute: number } } }).data.rate_limit.requests_per_minute, 1);
+    });
   } finally {
     await gw.close();
     await upstream.close();

@@ -51,13 +51,16 @@ function rawResponse(status: number, reason: string, err: GatewayError, requestI
  *   `request_timeout` and is closed;
  * - a 401 sent before the body was read closes the connection (`connection: close`) instead of
  *   reading the rest of a body nobody will use.
+ * Injected requests (`app.inject`) have no socket: the idle timeout does not apply to them.
  */
 export function installClientLimits(app: FastifyInstance, server: () => Readonly<ServerConfig>): void {
   // Callback-style hooks: no promise per request on the hot path.
   app.addHook('onRequest', (req, reply, next) => {
     const idleMs = server().body_idle_timeout_ms;
     const raw = req.raw;
-    if (idleMs <= 0 || !bodyPending(raw)) return next();
+    // An injected request (`app.inject`, light-my-request) has its whole body in memory and no
+    // socket timeouts (`raw.setTimeout` is missing): nothing can go silent, nothing to watch.
+    if (idleMs <= 0 || !bodyPending(raw) || typeof raw.setTimeout !== 'function') return next();
     const socket = raw.socket;
     const onIdle = () => {
       const err = new GatewayError('request_timeout', `the request body went silent for more than ${idleMs} ms (server.body_idle_timeout_ms)`);
