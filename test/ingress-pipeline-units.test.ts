@@ -64,7 +64,7 @@ describe('lane choice', () => {
 
 describe('ingress registry', () => {
   test('one adapter per path and per API', () => {
-    assert.deepEqual(INGRESS_ADAPTERS.map((a) => [a.path, a.api]), [['/v1/chat/completions', 'chat'], ['/v1/completions', 'completions'], ['/v1/embeddings', 'embeddings']]);
+    assert.deepEqual(INGRESS_ADAPTERS.map((a) => [a.path, a.api]), [['/v1/chat/completions', 'chat'], ['/v1/completions', 'completions'], ['/v1/embeddings', 'embeddings'], ['/v1/responses', 'responses']]);
     assert.equal(ingressForPath('/v1/completions')?.api, 'completions');
     assert.equal(ingressForPath('/v1/nope'), undefined);
   });

@@ -4,13 +4,14 @@ import type { EmbeddingRequest, EmbeddingResult } from '../core/embedding-types.
 import type { OutputPart } from '../core/stream-part.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 import type { PlannedEndpoint } from '../routing/plan.js';
+import type { StoredResponse, StoredResponseStore } from '../store/stored-responses.js';
 
 /**
  * The client APIs the gateway serves, one ingress adapter each; the value of a generation
  * record's `api`. Adding an API: a folder under src/ingress/<vendor>/<api>/ with an adapter, a
  * name here, an entry in registry.ts, and a case in the pipeline's lane choice (pipeline/lane.ts).
  */
-export type ClientApi = 'chat' | 'completions' | 'embeddings';
+export type ClientApi = 'chat' | 'completions' | 'embeddings' | 'responses';
 
 /** Identity shared by a response and every event of its stream. `created` is Unix seconds. */
 export interface ResponseIdentity {
@@ -38,6 +39,23 @@ export interface StreamEncoder {
   error(err: GatewayError, requestId: string, usage: Usage | null, costUsd: number | undefined): string;
   /** The last bytes of the stream (OpenAI: `data: [DONE]`). */
   done(): string;
+  /**
+   * The complete response object after `finish` or `error`, for APIs that keep responses
+   * (Responses' `store`); undefined before.
+   */
+  response?(): unknown;
+}
+
+/**
+ * What an API's `prepare` step may read: the calling key, the request's retention, and the
+ * stored responses (Responses' `previous_response_id`).
+ */
+export interface PrepareContext {
+  /** The calling key's id; null for the admin key. */
+  readonly keyId: string | null;
+  /** The request's retention: `none`, or days. */
+  readonly retention: 'none' | number;
+  readonly responses: StoredResponseStore;
 }
 
 /**
@@ -81,9 +99,21 @@ export interface GenerationIngress<Req = unknown> extends IngressAdapterBase<Req
    * (block-structured event formats); the pipeline frames parts only for those.
    */
   readonly contentBlocks: boolean;
-  createStreamEncoder(ident: ResponseIdentity): StreamEncoder;
+  createStreamEncoder(ident: ResponseIdentity, req: Req): StreamEncoder;
   /** The non-streamed response body; `costUsd` in USD. */
-  responseBody(ident: ResponseIdentity, result: ChatResult, usage: Usage, costUsd: number): unknown;
+  responseBody(ident: ResponseIdentity, result: ChatResult, usage: Usage, costUsd: number, req: Req): unknown;
+  /**
+   * An async step after `parse`, before the internal request is built (Responses: load the
+   * `previous_response_id` conversation, settle `store` against the retention).
+   * @throws GatewayError refusing the request (recorded like a validation failure).
+   */
+  prepare?(req: Req, ctx: PrepareContext): Promise<Req>;
+  /**
+   * What to keep of a finished response (Responses with `store`), given the body or final
+   * stream object sent; undefined keeps nothing. The pipeline stores it only when the
+   * request's retention keeps text, before the client sees the end of the response.
+   */
+  keep?(req: Req, response: unknown): StoredResponse | undefined;
 }
 
 /** A client API that returns vectors (OpenAI embeddings): never streamed. */

@@ -31,6 +31,8 @@ export function chooseLane(input: GenerationInput, target: ResolvedEndpoint, ada
       return TRANSLATE;
     case 'completions':
       return target.endpoint.supports_text_completions && adapter.buildCompletionCall !== undefined ? NATIVE_TEXT_COMPLETION : TRANSLATE;
+    case 'responses':
+      return TRANSLATE;
     case 'embeddings':
       // Served only by endpoints with `embeddings: true`, on kinds whose adapter builds the call
       // (config refuses the others); the `openai` kind takes the client's fields as they are.

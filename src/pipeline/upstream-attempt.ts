@@ -10,6 +10,7 @@ import { endStreamWithError, identityFor, responseHeaders, sendStreamHeaders, st
 import { keepContent, meterAttempt } from './finish.js';
 import { clientClosed, MAX_ERROR_BODY, nonStreamedFailure, readCapped, shuttingDown, type Attempt } from './attempt.js';
 import { OutputAccumulator } from './output-accumulator.js';
+import { keepResponse } from './keep-response.js';
 
 /**
  * The upstream attempt stage: one call to one endpoint, its answer relayed to the client in the
@@ -48,7 +49,8 @@ export async function completeAttempt(a: Attempt, ingress: GenerationIngress, ca
     keepContent(draft, input, acc);
     if (result.finishReason === 'length' && acc.reasoningOnly(draft.usage)) throw reasoningExhausted();
     draft.markFirstToken();
-    const body = ingress.responseBody(identityFor(draft, target.model.id), result, draft.usage!, costUsd);
+    const body = ingress.responseBody(identityFor(draft, target.model.id), result, draft.usage!, costUsd, input.request);
+    await keepResponse(a, ingress, body);
     state.outputStarted = true;
     a.sink.send(200, responseHeaders(draft), body);
     return res.statusCode;
@@ -71,7 +73,7 @@ class StreamRelay {
   private readonly framer: ContentBlockFramer | undefined;
 
   constructor(private readonly a: Attempt, ingress: GenerationIngress, private readonly firstTokenTimer: NodeJS.Timeout | undefined) {
-    this.encoder = ingress.createStreamEncoder(identityFor(a.draft, a.target.model.id));
+    this.encoder = ingress.createStreamEncoder(identityFor(a.draft, a.target.model.id), a.input.request);
     this.framer = ingress.contentBlocks ? new ContentBlockFramer() : undefined;
   }
 
@@ -158,7 +160,9 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
       draft.errorMessage = err.message;
       await sink.write(relay.closeBlock() + encoder.error(err, draft.requestId, draft.usage, costUsd));
     } else {
-      await sink.write(relay.closeBlock() + encoder.finish(acc.finish?.finishReason ?? 'stop', draft.usage, costUsd));
+      const tail = relay.closeBlock() + encoder.finish(acc.finish?.finishReason ?? 'stop', draft.usage, costUsd);
+      if (encoder.response) await keepResponse(a, ingress, encoder.response());
+      await sink.write(tail);
     }
     sink.end(encoder.done());
     return status;

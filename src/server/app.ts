@@ -17,6 +17,8 @@ import { registerCors } from './cors.js';
 import { KeyResolver } from './auth.js';
 import { parseJsonBody } from './json-body.js';
 import { registerGenerateRoutes } from './routes/generate.js';
+import { registerResponseRoutes } from './routes/responses.js';
+import { StoredResponseStore } from '../store/stored-responses.js';
 import { registerGenerationRoutes } from './routes/generation.js';
 import { registerModelRoutes } from './routes/models.js';
 import { registerUsageRoutes } from './routes/usage.js';
@@ -129,6 +131,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     limits: options.redisUrl ? new RedisLimitStore(options.redisUrl) : new MemoryLimitStore(),
     metrics: new GatewayMetrics(),
     shutdown: new AbortController(),
+    responses: new StoredResponseStore(db),
     async loadSpent(keyId, periodStart) {
       const row = await db
         .selectFrom('usage_hourly')
@@ -192,6 +195,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     return { status: 'ready', models: runtime.catalog.models.size };
   });
   registerGenerateRoutes(app, rt);
+  registerResponseRoutes(app, rt);
   registerModelRoutes(app, rt);
   registerGenerationRoutes(app, rt, db);
   registerUsageRoutes(app, rt, db);
