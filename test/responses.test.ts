@@ -72,6 +72,7 @@ describe('POST /v1/responses', () => {
           context_length: 8192,
           endpoints: [{ provider: 'up', upstream_model: 'upstream-model', pricing: { prompt: 1, completion: 2 }, supported_parameters: ['temperature', 'top_p', 'max_tokens', 'max_completion_tokens', 'tools', 'tool_choice', 'response_format', 'reasoning', 'parallel_tool_calls'] }],
         },
+        { id: 'test/native', context_length: 8192, endpoints: [{ provider: 'up', upstream_model: 'gpt-native', supports_responses: true, max_completion_tokens: 1000, pricing: { prompt: 1, completion: 2 }, supported_parameters: ['tools', 'tool_choice', 'reasoning', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'response_format'] }] },
         { id: 'test/claude', context_length: 200000, endpoints: [{ provider: 'claude', upstream_model: 'claude-x', max_completion_tokens: 4096, supported_parameters: ['temperature', 'max_tokens', 'tools', 'tool_choice', 'reasoning'] }] },
       ],
     });
@@ -274,5 +275,96 @@ describe('POST /v1/responses', () => {
     assert.equal(row.api, 'responses');
     assert.equal(row.provider, 'claude');
     assert.equal(row.status, 'success');
+  });
+
+  describe('native lane: an openai endpoint with supports_responses', () => {
+    const usage = { input_tokens: 30, input_tokens_details: { cached_tokens: 8 }, output_tokens: 12, output_tokens_details: { reasoning_tokens: 5 }, total_tokens: 42 };
+    const upstreamResponse = (status: string, output: Json[]) => ({ id: 'resp_up1', object: 'response', created_at: 1, status, model: 'gpt-native', output, usage });
+    const reasoningItem = { id: 'rs_up', type: 'reasoning', summary: [{ type: 'summary_text', text: 'Plan.' }], encrypted_content: 'ENC-OPAQUE' };
+    const callItem = { id: 'fc_up', type: 'function_call', call_id: 'call_n1', name: 'get_weather', arguments: '{"city":"Oslo"}', status: 'completed' };
+    const events = [
+      { type: 'response.created', response: upstreamResponse('in_progress', []), sequence_number: 0 },
+      { type: 'response.output_item.added', output_index: 0, item: { ...reasoningItem, summary: [], encrypted_content: null }, sequence_number: 1 },
+      { type: 'response.reasoning_summary_part.added', item_id: 'rs_up', output_index: 0, summary_index: 0, part: { type: 'summary_text', text: '' }, sequence_number: 2 },
+      { type: 'response.reasoning_summary_text.delta', item_id: 'rs_up', output_index: 0, summary_index: 0, delta: 'Plan.', sequence_number: 3 },
+      { type: 'response.output_item.done', output_index: 0, item: reasoningItem, sequence_number: 4 },
+      { type: 'response.output_item.added', output_index: 1, item: { ...callItem, arguments: '', status: 'in_progress' }, sequence_number: 5 },
+      { type: 'response.function_call_arguments.delta', item_id: 'fc_up', output_index: 1, delta: '{"city":', sequence_number: 6 },
+      { type: 'response.function_call_arguments.delta', item_id: 'fc_up', output_index: 1, delta: '"Oslo"}', sequence_number: 7 },
+      { type: 'response.output_item.done', output_index: 1, item: callItem, sequence_number: 8 },
+      { type: 'response.completed', response: upstreamResponse('completed', [reasoningItem, callItem]), sequence_number: 9 },
+    ].map((e) => JSON.stringify(e));
+
+    test('stream: the client body goes upstream as it came (model name, store, gateway fields edited); events re-encoded, usage recorded', async () => {
+      upstream.enqueue({ sse: events, framing: 'anthropic' });
+      const body = {
+        model: 'test/native',
+        input: [{ role: 'user', content: 'Weather in Oslo?' }],
+        tools: [weatherTool],
+        include: ['reasoning.encrypted_content'],
+        prompt_cache_key: 'k1',
+        max_output_tokens: 800,
+        reasoning: { effort: 'medium', summary: 'auto' },
+        op: { tags: ['native'] },
+      };
+      const stream = client.responses.stream(body as never);
+      const seen: Json[] = [];
+      for await (const e of stream) seen.push(e as Json);
+      assertValidEvents(seen);
+      const final = seen.at(-1)!.response as Json;
+      assert.equal(seen.at(-1)!.type, 'response.completed');
+      assert.match(final.id, /^gen_/);
+      assert.equal(final.output[0].type, 'reasoning');
+      assert.equal(final.output[0].encrypted_content, 'ENC-OPAQUE');
+      assert.equal(final.output[0].summary[0].text, 'Plan.');
+      assert.deepEqual({ call_id: final.output[1].call_id, name: final.output[1].name, arguments: final.output[1].arguments }, { call_id: 'call_n1', name: 'get_weather', arguments: '{"city":"Oslo"}' });
+      assert.deepEqual(final.usage.input_tokens_details, { cached_tokens: 8, cache_write_tokens: 0 });
+
+      const sent = upstream.requests.at(-1)!;
+      assert.equal(sent.path, '/v1/responses');
+      const json = sent.json as Json;
+      assert.deepEqual(json, {
+        model: 'gpt-native',
+        input: [{ role: 'user', content: 'Weather in Oslo?' }],
+        tools: [weatherTool],
+        include: ['reasoning.encrypted_content'],
+        prompt_cache_key: 'k1',
+        max_output_tokens: 800,
+        reasoning: { effort: 'medium', summary: 'auto' },
+        store: false,
+        stream: true,
+      });
+      await gw.flush();
+      const row = await gw.store.db.selectFrom('generations').selectAll().where('id', '=', final.id).executeTakeFirstOrThrow();
+      assert.equal(row.prompt_tokens, 30);
+      assert.equal(row.completion_tokens, 12);
+      assert.equal(row.reasoning_tokens, 5);
+      assert.equal(row.cached_tokens, 8);
+      assert.equal(row.finish_reason, 'tool_calls');
+      assert.deepEqual(JSON.parse(row.detail).dropped_parameters, []);
+
+      // The next turn echoes the reasoning item: OpenAI's encrypted content goes back unchanged.
+      upstream.enqueue({ json: upstreamResponse('completed', [{ id: 'msg_up', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Cold.', annotations: [] }] }]) });
+      const next = await client.responses.create({
+        model: 'test/native',
+        input: [{ role: 'user', content: 'Weather in Oslo?' }, final.output[0], final.output[1], { type: 'function_call_output', call_id: 'call_n1', output: '-5C' }],
+        store: false,
+      });
+      assert.deepEqual(validateResponse(next), []);
+      assert.equal(next.output_text, 'Cold.');
+      const input = (upstream.requests.at(-1)!.json as Json).input as Json[];
+      assert.equal(input[1]!.encrypted_content, 'ENC-OPAQUE');
+      assert.equal(input[3]!.output, '-5C');
+    });
+
+    test('upstream errors keep the OpenAI envelope', async () => {
+      upstream.enqueue({ status: 400, json: { error: { message: 'Invalid input', type: 'invalid_request_error', param: 'input', code: null } } });
+      await assert.rejects(client.responses.create({ model: 'test/native', input: 'x', store: false }), (err: unknown) => {
+        assert.ok(err instanceof OpenAI.BadRequestError);
+        assert.equal((err.error as Json).code, 'upstream_bad_request');
+        assert.deepEqual(validateErrorResponse({ error: err.error }), []);
+        return true;
+      });
+    });
   });
 });

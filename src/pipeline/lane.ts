@@ -17,6 +17,7 @@ export interface Lane {
 const TRANSLATE: Lane = { native: false, operation: 'chat' };
 const NATIVE_TEXT_COMPLETION: Lane = { native: true, operation: 'text-completion' };
 const NATIVE_EMBEDDINGS: Lane = { native: true, operation: 'embeddings' };
+const NATIVE_RESPONSES: Lane = { native: true, operation: 'responses' };
 
 /**
  * The one place that chooses between pass-through and translation, from the client API and the
@@ -32,7 +33,8 @@ export function chooseLane(input: GenerationInput, target: ResolvedEndpoint, ada
     case 'completions':
       return target.endpoint.supports_text_completions && adapter.buildCompletionCall !== undefined ? NATIVE_TEXT_COMPLETION : TRANSLATE;
     case 'responses':
-      return TRANSLATE;
+      // Responses → an `openai` endpoint that serves `/responses` (`supports_responses`).
+      return target.endpoint.supports_responses && adapter.buildResponsesCall !== undefined ? NATIVE_RESPONSES : TRANSLATE;
     case 'embeddings':
       // Served only by endpoints with `embeddings: true`, on kinds whose adapter builds the call
       // (config refuses the others); the `openai` kind takes the client's fields as they are.
@@ -51,6 +53,9 @@ export function buildUpstreamCall(lane: Lane, input: GenerationInput, target: Re
       return adapter.buildCompletionCall!(input.request as CompletionRequest, target, input.stream);
     case 'chat':
       return adapter.buildChatCall(input.chat, target, input.stream);
+    case 'responses':
+      // chooseLane picks this lane only for the Responses API on adapters that build it.
+      return adapter.buildResponsesCall!(input.request as Record<string, unknown>, target, input.stream);
     case 'embeddings':
       throw new GatewayError('internal_error', 'embeddings calls are built per batch by the embedding attempt');
   }

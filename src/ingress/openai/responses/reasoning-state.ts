@@ -1,10 +1,13 @@
 import type { ReasoningDetail } from '../../../core/chat-types.js';
+import { OPENAI_RESPONSES_REASONING_FORMAT } from '../../../providers/openai/openai-responses.js';
 
 /**
  * Provider reasoning state (Anthropic thinking signatures, redacted thinking, Gemini thought
  * signatures) carried in a reasoning item's `encrypted_content`, so a client that echoes its
  * reasoning items back (as Codex and the AI SDK do) hands the upstream its signatures next turn.
- * The value is opaque to clients: a version prefix and base64url JSON.
+ * The value is opaque to clients: a version prefix and base64url JSON — except OpenAI's own
+ * encrypted reasoning (from a native `/responses` endpoint), which passes as it came, so the
+ * client's next request can go on natively unchanged.
  */
 
 const PREFIX = 'opr1.';
@@ -12,15 +15,17 @@ const PREFIX = 'opr1.';
 /** The `encrypted_content` carrying `details`; undefined when there are none. */
 export function encodeReasoningState(details: readonly ReasoningDetail[]): string | undefined {
   if (details.length === 0) return undefined;
+  const only = details.length === 1 ? details[0]! : undefined;
+  if (only?.format === OPENAI_RESPONSES_REASONING_FORMAT && only.data !== undefined) return only.data;
   return PREFIX + Buffer.from(JSON.stringify(details)).toString('base64url');
 }
 
 /**
- * The reasoning details inside an `encrypted_content` the gateway made; [] for any other value
- * (e.g. OpenAI's own encrypted reasoning, which only a native `/responses` endpoint can read).
+ * The reasoning details inside an `encrypted_content`: those the gateway packed, else the value
+ * as OpenAI's encrypted reasoning (which only OpenAI reads; other upstreams ignore its format).
  */
 export function decodeReasoningState(value: string): ReasoningDetail[] {
-  if (!value.startsWith(PREFIX)) return [];
+  if (!value.startsWith(PREFIX)) return [{ type: 'reasoning.encrypted', data: value, format: OPENAI_RESPONSES_REASONING_FORMAT }];
   try {
     const parsed = JSON.parse(Buffer.from(value.slice(PREFIX.length), 'base64url').toString('utf8')) as unknown;
     return Array.isArray(parsed) ? (parsed.filter((d) => d && typeof d === 'object' && typeof (d as ReasoningDetail).type === 'string') as ReasoningDetail[]) : [];
