@@ -81,6 +81,9 @@ export function itemsToMessages(items: InputItem[]): ChatMessage[] {
         t.tool_calls = [...(t.tool_calls ?? []), call];
         return;
       }
+      case 'item_reference':
+        // prepareResponsesRequest replaces references by the stored items before conversion.
+        throw new GatewayError('invalid_request', `input[${i}]: unresolved item_reference ${JSON.stringify(item.id)}`, { param: `input[${i}]` });
       case 'function_call_output':
         turn = null;
         out.push({ role: 'tool', tool_call_id: item.call_id, content: typeof item.output === 'string' ? item.output : item.output.map((p, j) => toContentPart(p, `input[${i}].output[${j}]`)) });

@@ -34,12 +34,46 @@ export async function prepareResponsesRequest(req: ResponsesRequest, ctx: Prepar
     throw new GatewayError('response_store_disabled', 'store: this request\'s retention is "none", so the gateway keeps no response text; set op.retention to a number of days, or send store: false', { param: 'store' });
   }
   const out: ResponsesRequest = { ...req, store: !none && req.store !== false };
+  if (Array.isArray(req.input) && req.input.some((item) => item.type === 'item_reference')) out.input = await resolveReferences(req.input, ctx);
   if (!req.previous_response_id) return out;
   const previous = await ctx.responses.get(req.previous_response_id, ctx.keyId);
   if (!previous) {
     throw new GatewayError('not_found', `previous_response_id: no stored response ${JSON.stringify(req.previous_response_id)} for this key (responses are kept only with store and a retention that keeps text, until it runs out)`, { param: 'previous_response_id' });
   }
-  out.input = [...conversationOf(previous), ...inputItems(req)];
+  out.input = [...conversationOf(previous), ...inputItems(out)];
+  return out;
+}
+
+/** An output item id the gateway made: `<msg|fc|rs>_<generation id without gen_>_<index>`. */
+const ITEM_ID = /^(?:msg|fc|rs)_([0-9A-Za-z]+)_(\d{1,4})$/;
+
+/**
+ * Replace `item_reference` items by the output items of this key's stored responses they name
+ * (clients such as the Vercel AI SDK send references instead of items when `store` is on).
+ * @throws GatewayError `response_store_disabled` under retention `none`; `not_found` (param
+ * `input[i].id`) for an id of no stored response of this key.
+ */
+async function resolveReferences(items: InputItem[], ctx: PrepareContext): Promise<InputItem[]> {
+  const loaded = new Map<string, StoredResponse | undefined>();
+  const out: InputItem[] = [];
+  for (const [i, item] of items.entries()) {
+    if (item.type !== 'item_reference') {
+      out.push(item);
+      continue;
+    }
+    if (ctx.retention === 'none') {
+      throw new GatewayError('response_store_disabled', `input[${i}]: item_reference needs stored responses, and this request's retention is "none"; send the item itself (with the AI SDK: providerOptions.openai.store = false)`, { param: `input[${i}]` });
+    }
+    const m = ITEM_ID.exec(item.id);
+    const id = m ? `gen_${m[1]}` : undefined;
+    if (id !== undefined && !loaded.has(id)) loaded.set(id, await ctx.responses.get(id, ctx.keyId));
+    const stored = id === undefined ? undefined : loaded.get(id);
+    const found = stored && Array.isArray(stored.response.output) ? (stored.response.output as InputItem[])[Number(m![2])] : undefined;
+    if (!found || (found as { id?: unknown }).id !== item.id) {
+      throw new GatewayError('not_found', `input[${i}].id: no stored output item ${JSON.stringify(item.id)} for this key (items are kept with their response only with store and a retention that keeps text)`, { param: `input[${i}].id` });
+    }
+    out.push(found);
+  }
   return out;
 }
 

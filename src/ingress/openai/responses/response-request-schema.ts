@@ -64,10 +64,13 @@ const reasoning = z
   })
   .passthrough();
 
-/** The input item types the gateway serves. */
-const SUPPORTED_ITEM_TYPES = new Set(['message', 'function_call', 'function_call_output', 'reasoning']);
+/** A reference to an output item of a stored response (resolved before conversion). */
+const itemReference = z.object({ type: z.literal('item_reference'), id: z.string().min(1) }).passthrough();
 
-export const inputItem = z.union([message, functionCall, functionCallOutput, reasoning]);
+/** The input item types the gateway serves. */
+const SUPPORTED_ITEM_TYPES = new Set(['message', 'function_call', 'function_call_output', 'reasoning', 'item_reference']);
+
+export const inputItem = z.union([message, functionCall, functionCallOutput, reasoning, itemReference]);
 export type InputItem = z.infer<typeof inputItem>;
 
 const functionTool = z
@@ -158,7 +161,7 @@ export function parseResponsesRequest(body: unknown): ResponsesRequest {
       const type = raw && typeof raw === 'object' ? ((raw as { type?: unknown }).type ?? 'message') : undefined;
       if (typeof type !== 'string') throw new GatewayError('invalid_request', `input[${i}]: must be an input item object`, { param: `input[${i}]` });
       if (!SUPPORTED_ITEM_TYPES.has(type)) {
-        throw new GatewayError('unsupported_parameter', `input[${i}].type: ${JSON.stringify(type)} items are not supported (message, function_call, function_call_output and reasoning are)`, { param: `input[${i}].type` });
+        throw new GatewayError('unsupported_parameter', `input[${i}].type: ${JSON.stringify(type)} items are not supported (message, function_call, function_call_output, reasoning and item_reference are)`, { param: `input[${i}].type` });
       }
       const item = inputItem.safeParse(raw);
       if (!item.success) throw firstIssueError(item.error.issues.map((iss) => ({ ...iss, path: ['input', i, ...iss.path] })));
