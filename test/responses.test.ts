@@ -240,8 +240,32 @@ describe('POST /v1/responses', () => {
       assert.equal((err.error as Json).param, 'input[0].type');
       return true;
     });
-    await assert.rejects(client.responses.create({ model: 'test/model', input: 'x', tools: [{ type: 'web_search' } as never] }), (err: unknown) => err instanceof OpenAI.BadRequestError && (err.error as Json).param === 'tools[0].type');
+    await assert.rejects(client.responses.create({ model: 'test/model', input: 'x', tools: [{ name: 'f' } as never] }), (err: unknown) => err instanceof OpenAI.BadRequestError && (err.error as Json).param === 'tools[0].type');
+    await assert.rejects(client.responses.create({ model: 'test/model', input: 'x', tools: [{ type: 'function', name: 'f', parameters: 'no' } as never] }), (err: unknown) => err instanceof OpenAI.BadRequestError && (err.error as Json).param === 'tools[0].parameters');
     await assert.rejects(client.responses.create({ model: 'test/model', input: 'x', temperature: 3 }), (err: unknown) => err instanceof OpenAI.BadRequestError && (err.error as Json).param === 'temperature');
+  });
+
+  test('translation: namespace tools flattened (calls carry their namespace), hosted tools and untranslated fields reported in the record', async () => {
+    upstream.enqueue({ sse: [chunk({ role: 'assistant', tool_calls: [{ index: 0, id: 'call_ns', type: 'function', function: { name: 'close_agent', arguments: '{}' } }] }), chunk({}, 'tool_calls'), usageChunk(5, 2)] });
+    const body = {
+      model: 'test/model',
+      input: 'x',
+      stream: true,
+      store: false,
+      include: ['reasoning.encrypted_content'],
+      prompt_cache_key: 'abc',
+      tools: [weatherTool, { type: 'namespace', name: 'agents', description: 'sub-agents', tools: [{ type: 'function', name: 'close_agent', parameters: { type: 'object', properties: {} } }] }, { type: 'web_search', external_web_access: false }],
+    };
+    const stream = client.responses.stream(body as never);
+    const events: Json[] = [];
+    for await (const e of stream) events.push(e as Json);
+    assertValidEvents(events);
+    const final = events.at(-1)!.response as Json;
+    assert.deepEqual({ name: final.output[0].name, namespace: final.output[0].namespace }, { name: 'close_agent', namespace: 'agents' });
+    assert.deepEqual(((upstream.requests.at(-1)!.json as Json).tools as Json[]).map((t) => t.function.name), ['get_weather', 'close_agent']);
+    await gw.flush();
+    const row = await gw.store.db.selectFrom('generations').selectAll().where('id', '=', final.id).executeTakeFirstOrThrow();
+    assert.deepEqual(JSON.parse(row.detail).warnings, ['hosted tools dropped (translation carries function tools only): tools[2] (web_search)', 'Responses fields not translated: include, prompt_cache_key']);
   });
 
   test('a stream that fails after its first byte ends with error and response.failed', async () => {

@@ -103,6 +103,11 @@ export interface GenerationIngress<Req = unknown> extends IngressAdapterBase<Req
   /** The non-streamed response body; `costUsd` in USD. */
   responseBody(ident: ResponseIdentity, result: ChatResult, usage: Usage, costUsd: number, req: Req): unknown;
   /**
+   * What translating this request through the internal format loses (fields and tools it has
+   * no place for), kept in the record's warnings of attempts in the translate lane.
+   */
+  translationWarnings?(req: Req): string[];
+  /**
    * An async step after `parse`, before the internal request is built (Responses: load the
    * `previous_response_id` conversation, settle `store` against the retention).
    * @throws GatewayError refusing the request (recorded like a validation failure).

@@ -125,7 +125,7 @@ async function runUpstreamAttempt(a: Attempt): Promise<number> {
   if (ingress.output === 'embeddings') return embedAttempt(a, ingress);
   const call = await buildUpstreamCall(a.lane, a.input, a.target, a.adapter);
   a.draft.dropped = call.dropped;
-  a.draft.warnings = call.warnings ?? [];
+  a.draft.warnings = [...(a.lane.native ? [] : (ingress.translationWarnings?.(a.input.request) ?? [])), ...(call.warnings ?? [])];
   a.draft.routingReason = a.reason;
   return a.input.stream ? streamAttempt(a, ingress, call) : completeAttempt(a, ingress, call);
 }

@@ -1,7 +1,7 @@
 import type { ChatMessage, ChatRequest, ContentPart, ReasoningDetail, ToolCall } from '../../../core/chat-types.js';
 import { GatewayError } from '../../../errors/gateway-error.js';
 import { decodeReasoningState } from './reasoning-state.js';
-import type { InputItem, ResponsesRequest } from './response-request-schema.js';
+import { functionToolsOf, hostedToolsOf, type InputItem, type ResponsesRequest } from './response-request-schema.js';
 
 /**
  * A Responses request as the internal chat request: `instructions` become the first system
@@ -9,7 +9,8 @@ import type { InputItem, ResponsesRequest } from './response-request-schema.js';
  * function calls fold into one assistant message; each function output becomes a tool message),
  * function tools, `tool_choice`, `text.format` as `response_format`, `reasoning.effort`,
  * `max_output_tokens` as `max_completion_tokens`. Not carried: `metadata` (echoed in the response
- * only), `reasoning.summary` (the gateway reports the reasoning it gets), `text.verbosity`.
+ * only), `reasoning.summary` (the gateway reports the reasoning it gets), hosted tools and the
+ * fields listed by {@link responsesTranslationWarnings}.
  * @throws GatewayError `unsupported_parameter` for file ids (the gateway has no files API).
  * @see https://platform.openai.com/docs/api-reference/responses/create
  */
@@ -26,8 +27,9 @@ export function responsesToChat(req: ResponsesRequest): ChatRequest {
   if (req.top_p != null) chat.top_p = req.top_p;
   if (req.parallel_tool_calls != null) chat.parallel_tool_calls = req.parallel_tool_calls;
   if (req.user !== undefined) chat.user = req.user;
-  if (req.tools?.length) {
-    chat.tools = req.tools.map((t) => ({
+  const functions = functionToolsOf(req.tools);
+  if (functions.length) {
+    chat.tools = functions.map(({ tool: t }) => ({
       type: 'function',
       function: { name: t.name, ...(t.description ? { description: t.description } : {}), ...(t.parameters ? { parameters: t.parameters } : {}), ...(t.strict != null ? { strict: t.strict } : {}) },
     }));
@@ -134,4 +136,25 @@ function toContentPart(p: InputPart, param: string): ContentPart {
       if (p.file_data === undefined) throw new GatewayError('unsupported_parameter', `${param}: only inline files (file_data) are supported`, { param });
       return { type: 'file', file: { file_data: p.file_data, ...(p.filename ? { filename: p.filename } : {}) } };
   }
+}
+
+/** Request fields a translated call does not carry (read by the gateway, or echoed only). */
+const CARRIED = new Set([
+  'model', 'input', 'instructions', 'tools', 'tool_choice', 'text', 'reasoning', 'max_output_tokens', 'temperature', 'top_p', 'metadata',
+  'parallel_tool_calls', 'stream', 'store', 'previous_response_id', 'background', 'user', 'models', 'provider', 'op',
+]);
+
+/**
+ * What translating a Responses request through the internal chat request loses, for the
+ * record's warnings: hosted tools (dropped), other request fields the chat format has no place
+ * for (e.g. `include`, `prompt_cache_key`, `truncation`, `service_tier`), `text.verbosity`.
+ */
+export function responsesTranslationWarnings(req: ResponsesRequest): string[] {
+  const out: string[] = [];
+  const hosted = hostedToolsOf(req.tools);
+  if (hosted.length) out.push(`hosted tools dropped (translation carries function tools only): ${hosted.join(', ')}`);
+  const fields = Object.keys(req).filter((k) => !CARRIED.has(k) && (req as Record<string, unknown>)[k] !== undefined);
+  if (req.text?.verbosity) fields.push('text.verbosity');
+  if (fields.length) out.push(`Responses fields not translated: ${fields.join(', ')}`);
+  return out;
 }

@@ -3,7 +3,7 @@ import type { ChatResult } from '../../../core/chat-result.js';
 import type { GatewayError } from '../../../errors/gateway-error.js';
 import type { ResponseIdentity } from '../../types.js';
 import { encodeReasoningState } from './reasoning-state.js';
-import type { ResponsesRequest } from './response-request-schema.js';
+import { functionToolsOf, type ResponsesRequest } from './response-request-schema.js';
 
 /**
  * The Responses API object and its output items, shared by the response body, the stream
@@ -40,8 +40,16 @@ export function messageItem(id: string, status: 'in_progress' | 'completed' | 'i
 export const outputTextPart = (text: string) => ({ type: 'output_text', text, annotations: [], logprobs: [] });
 export const refusalPart = (refusal: string) => ({ type: 'refusal', refusal });
 
-export function functionCallItem(id: string, status: 'in_progress' | 'completed' | 'incomplete', call: { id: string; name: string; arguments: string }): Record<string, unknown> {
-  return { id, type: 'function_call', status, call_id: call.id, name: call.name, arguments: call.arguments };
+/** A function call item; `namespace` when the function was declared inside a namespace tool. */
+export function functionCallItem(id: string, status: 'in_progress' | 'completed' | 'incomplete', call: { id: string; name: string; arguments: string }, namespace?: string): Record<string, unknown> {
+  return { id, type: 'function_call', status, call_id: call.id, ...(namespace !== undefined ? { namespace } : {}), name: call.name, arguments: call.arguments };
+}
+
+/** The namespace each declared function belongs to (functions of namespace tools only). */
+export function namespacesOf(req: ResponsesRequest): Map<string, string> {
+  const map = new Map<string, string>();
+  for (const f of functionToolsOf(req.tools)) if (f.namespace !== undefined) map.set(f.tool.name, f.namespace);
+  return map;
 }
 
 export function reasoningItem(id: string, status: 'in_progress' | 'completed' | 'incomplete', summary: string[], details: readonly ReasoningDetail[]): Record<string, unknown> {
@@ -110,7 +118,7 @@ export function responseObject(
     temperature: req.temperature ?? 1,
     text: { format: req.text?.format ?? { type: 'text' } },
     tool_choice: req.tool_choice ?? 'auto',
-    tools: (req.tools ?? []).map((t) => ({ type: 'function', name: t.name, description: t.description ?? null, parameters: t.parameters ?? null, strict: t.strict ?? null })),
+    tools: req.tools ?? [],
     top_p: req.top_p ?? 1,
     truncation: 'disabled',
     ...(state.usage ? { usage: state.usage } : {}),
@@ -120,7 +128,7 @@ export function responseObject(
 }
 
 /** The output items of a complete result: reasoning, then the message, then function calls. */
-export function resultItems(responseId: string, result: ChatResult, itemStatus: 'completed' | 'incomplete'): Record<string, unknown>[] {
+export function resultItems(responseId: string, result: ChatResult, itemStatus: 'completed' | 'incomplete', namespaces: ReadonlyMap<string, string>): Record<string, unknown>[] {
   const items: Record<string, unknown>[] = [];
   if (result.reasoning || result.reasoningDetails?.length) {
     items.push(reasoningItem(itemId(responseId, 'rs', items.length), itemStatus, result.reasoning ? [result.reasoning] : [], result.reasoningDetails ?? []));
@@ -130,7 +138,7 @@ export function resultItems(responseId: string, result: ChatResult, itemStatus: 
   if (result.refusal) content.push(refusalPart(result.refusal));
   if (content.length) items.push(messageItem(itemId(responseId, 'msg', items.length), itemStatus, content));
   result.toolCalls.forEach((tc: ToolCall) => {
-    items.push(functionCallItem(itemId(responseId, 'fc', items.length), itemStatus, { id: tc.id, name: tc.function.name, arguments: tc.function.arguments }));
+    items.push(functionCallItem(itemId(responseId, 'fc', items.length), itemStatus, { id: tc.id, name: tc.function.name, arguments: tc.function.arguments }, namespaces.get(tc.function.name)));
   });
   return items;
 }
@@ -138,5 +146,5 @@ export function resultItems(responseId: string, result: ChatResult, itemStatus: 
 /** The non-streamed response body. */
 export function responseBody(ident: ResponseIdentity, req: ResponsesRequest, result: ChatResult, usage: Usage, costUsd: number): Record<string, unknown> {
   const { status, incomplete } = statusOf(result.finishReason);
-  return responseObject(ident, req, { status, incomplete, output: resultItems(ident.id, result, status === 'completed' ? 'completed' : 'incomplete'), usage: responsesUsage(usage, costUsd) });
+  return responseObject(ident, req, { status, incomplete, output: resultItems(ident.id, result, status === 'completed' ? 'completed' : 'incomplete', namespacesOf(req)), usage: responsesUsage(usage, costUsd) });
 }

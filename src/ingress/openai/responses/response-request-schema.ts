@@ -84,6 +84,8 @@ const functionTool = z
   .passthrough();
 export type ResponsesFunctionTool = z.infer<typeof functionTool>;
 
+const namespaceTool = z.object({ type: z.literal('namespace'), name: z.string().min(1).max(128), tools: z.array(functionTool) }).passthrough();
+
 const toolChoice = z.union([
   z.enum(['none', 'auto', 'required']),
   z.object({ type: z.literal('function'), name: z.string().min(1) }).passthrough(),
@@ -139,14 +141,15 @@ export const responsesRequestSchema = z.object(responsesFields).passthrough();
  * A validated Responses request; `input` and `tools` hold only supported items. Fields the
  * gateway does not know are still on the object (for a native `/responses` endpoint).
  */
-export type ResponsesRequest = Omit<z.infer<z.ZodObject<typeof responsesFields>>, 'input' | 'tools'> & {
+export type ResponsesRequest = Omit<z.infer<z.ZodObject<typeof responsesFields>>, 'input'> & {
   input: string | InputItem[];
-  tools?: ResponsesFunctionTool[];
 };
 
 /**
- * Validate a Responses request body. Input items and tools of types the gateway does not serve
- * (hosted tools, item references, computer use, …) are refused by name.
+ * Validate a Responses request body. Input items of types the gateway does not serve (computer
+ * use, hosted-tool calls, …) are refused by name. Tools: function tools and namespaces of
+ * function tools (Codex) are validated; hosted tools (`web_search`, `file_search`, …) are kept
+ * for native `/responses` endpoints and dropped, with a warning in the record, on translation.
  * @throws GatewayError `invalid_request` / `unsupported_parameter` with `param` set
  * (e.g. `input[2].type`).
  */
@@ -163,25 +166,46 @@ export function parseResponsesRequest(body: unknown): ResponsesRequest {
       if (!SUPPORTED_ITEM_TYPES.has(type)) {
         throw new GatewayError('unsupported_parameter', `input[${i}].type: ${JSON.stringify(type)} items are not supported (message, function_call, function_call_output, reasoning and item_reference are)`, { param: `input[${i}].type` });
       }
-      const item = inputItem.safeParse(raw);
-      if (!item.success) throw firstIssueError(item.error.issues.map((iss) => ({ ...iss, path: ['input', i, ...iss.path] })));
-      return item.data;
+      return check(inputItem, raw, ['input', i]);
     });
   }
-  let tools: ResponsesFunctionTool[] | undefined;
-  if (req.tools) {
-    tools = req.tools.map((raw, i) => {
-      const type = raw && typeof raw === 'object' ? (raw as { type?: unknown }).type : undefined;
-      if (type !== 'function') {
-        throw new GatewayError('unsupported_parameter', `tools[${i}].type: ${JSON.stringify(type)} tools are not supported (function tools are)`, { param: `tools[${i}].type` });
-      }
-      const tool = functionTool.safeParse(raw);
-      if (!tool.success) throw firstIssueError(tool.error.issues.map((iss) => ({ ...iss, path: ['tools', i, ...iss.path] })));
-      return tool.data;
-    });
+  req.tools?.forEach((raw, i) => {
+    const type = raw && typeof raw === 'object' ? (raw as { type?: unknown }).type : undefined;
+    if (type === 'function') check(functionTool, raw, ['tools', i]);
+    else if (type === 'namespace') check(namespaceTool, raw, ['tools', i]);
+    else if (typeof type !== 'string') throw new GatewayError('invalid_request', `tools[${i}].type: is required`, { param: `tools[${i}].type` });
+  });
+  return { ...req, input } as ResponsesRequest;
+}
+
+/** Validate one element with `schema`; issues are reported under `path`. */
+function check<T extends z.ZodTypeAny>(schema: T, raw: unknown, path: (string | number)[]): z.infer<T> {
+  const r = schema.safeParse(raw);
+  if (!r.success) throw firstIssueError(r.error.issues.map((iss) => ({ ...iss, path: [...path, ...iss.path] })));
+  return r.data;
+}
+
+/** A function tool the model may call, with the namespace it was declared in (Codex groups tools so). */
+export interface DeclaredFunction {
+  tool: ResponsesFunctionTool;
+  namespace?: string;
+}
+
+/** The function tools of a request, namespaces flattened (names stay as declared). */
+export function functionToolsOf(tools: readonly unknown[] | undefined): DeclaredFunction[] {
+  const out: DeclaredFunction[] = [];
+  for (const t of tools ?? []) {
+    const tool = t as { type: string; name: string; tools?: unknown[] };
+    if (tool.type === 'function') out.push({ tool: t as ResponsesFunctionTool });
+    else if (tool.type === 'namespace') for (const inner of tool.tools ?? []) out.push({ tool: inner as ResponsesFunctionTool, namespace: tool.name });
   }
-  const out = { ...req, input } as ResponsesRequest;
-  if (tools) out.tools = tools;
-  else delete out.tools;
   return out;
+}
+
+/** The tools translation cannot carry (hosted tools), as `tools[i] (type)`. */
+export function hostedToolsOf(tools: readonly unknown[] | undefined): string[] {
+  return (tools ?? []).flatMap((t, i) => {
+    const type = (t as { type: string }).type;
+    return type === 'function' || type === 'namespace' ? [] : [`tools[${i}] (${type})`];
+  });
 }

@@ -6,6 +6,7 @@ import {
   functionCallItem,
   itemId,
   messageItem,
+  namespacesOf,
   outputTextPart,
   reasoningItem,
   refusalPart,
@@ -43,6 +44,7 @@ export function responseStreamEncoder(ident: ResponseIdentity, req: ResponsesReq
   let open: OpenItem | undefined;
   /** Function calls by their tool-call index, until closed. */
   const calls = new Map<number, Extract<OpenItem, { kind: 'tool-call' }>>();
+  const namespaces = namespacesOf(req);
 
   const ev = (type: string, fields: Record<string, unknown>): string => `event: ${type}\ndata: ${JSON.stringify({ type, ...fields, sequence_number: seq++ })}\n\n`;
   const snapshot = (status: ResponseStatus, extra: { usage?: Record<string, unknown> | null; incomplete?: { reason: string } | null; error?: { code: string; message: string } | null } = {}) =>
@@ -57,7 +59,7 @@ export function responseStreamEncoder(ident: ResponseIdentity, req: ResponsesReq
 
   const closeCall = (c: Extract<OpenItem, { kind: 'tool-call' }>, status: 'completed' | 'incomplete'): string => {
     calls.delete(c.index);
-    const item = functionCallItem(c.id, status, { id: c.callId, name: c.name, arguments: c.args });
+    const item = functionCallItem(c.id, status, { id: c.callId, name: c.name, arguments: c.args }, namespaces.get(c.name));
     output[c.index] = item;
     return ev('response.function_call_arguments.done', { item_id: c.id, output_index: c.index, name: c.name, arguments: c.args }) + ev('response.output_item.done', { output_index: c.index, item });
   };
@@ -137,7 +139,7 @@ export function responseStreamEncoder(ident: ResponseIdentity, req: ResponsesReq
         const call = { kind: 'tool-call' as const, index, id: itemId(ident.id, 'fc', index), callId: p.id, name: p.name, args: '' };
         calls.set(p.index, call);
         // Keyed by the tool-call index for deltas; `index` above is the output index.
-        return ev('response.output_item.added', { output_index: index, item: functionCallItem(call.id, 'in_progress', { id: p.id, name: p.name, arguments: '' }) });
+        return ev('response.output_item.added', { output_index: index, item: functionCallItem(call.id, 'in_progress', { id: p.id, name: p.name, arguments: '' }, namespaces.get(p.name)) });
       }
       case 'tool-call-delta': {
         const call = calls.get(p.index);

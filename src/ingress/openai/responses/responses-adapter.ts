@@ -1,6 +1,6 @@
 import type { GenerationIngress } from '../../types.js';
 import { openAIErrorBody } from '../error-envelope.js';
-import { responsesToChat } from './convert-response-to-chat.js';
+import { responsesToChat, responsesTranslationWarnings } from './convert-response-to-chat.js';
 import { inputItems, prepareResponsesRequest } from './previous-response.js';
 import { responseBody } from './response-object.js';
 import { parseResponsesRequest, type ResponsesRequest } from './response-request-schema.js';
@@ -21,6 +21,7 @@ export const responsesIngress: GenerationIngress<ResponsesRequest> = {
   parse: parseResponsesRequest,
   prepare: prepareResponsesRequest,
   toChat: responsesToChat,
+  translationWarnings: responsesTranslationWarnings,
   recordedRequest: (req) => ({ instructions: req.instructions ?? undefined, input: req.input, previous_response_id: req.previous_response_id ?? undefined }),
   createStreamEncoder: responseStreamEncoder,
   responseBody: (ident, result, usage, costUsd, req) => responseBody(ident, req, result, usage, costUsd),
