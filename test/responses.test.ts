@@ -242,6 +242,8 @@ describe('POST /v1/responses', () => {
     });
     await assert.rejects(client.responses.create({ model: 'test/model', input: 'x', tools: [{ name: 'f' } as never] }), (err: unknown) => err instanceof OpenAI.BadRequestError && (err.error as Json).param === 'tools[0].type');
     await assert.rejects(client.responses.create({ model: 'test/model', input: 'x', tools: [{ type: 'function', name: 'f', parameters: 'no' } as never] }), (err: unknown) => err instanceof OpenAI.BadRequestError && (err.error as Json).param === 'tools[0].parameters');
+    const wrongMethod = await fetch(`${gw.baseURL}/responses`, { headers: { authorization: `Bearer ${gw.adminKey}` } });
+    assert.equal(wrongMethod.status, 405);
     await assert.rejects(client.responses.create({ model: 'test/model', input: 'x', temperature: 3 }), (err: unknown) => err instanceof OpenAI.BadRequestError && (err.error as Json).param === 'temperature');
   });
 
