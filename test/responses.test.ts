@@ -303,6 +303,26 @@ describe('POST /v1/responses', () => {
     assert.equal(row.status, 'success');
   });
 
+  test('anthropic thinking: its signature rides in the reasoning item and goes back as a thinking block next turn', { skip: !fixturesAvailable() && 'needs ../shared/fixtures' }, async () => {
+    anthropic.enqueue({ sse: loadChunks('anthropic/anthropic-clear-thinking.1.chunks.txt'), framing: 'anthropic' });
+    const stream = client.responses.stream({ model: 'test/claude', input: 'Think, then answer', reasoning: { effort: 'low' }, max_output_tokens: 3000, store: false });
+    const events: Json[] = [];
+    for await (const e of stream) events.push(e as Json);
+    assertValidEvents(events);
+    const final = await stream.finalResponse();
+    const reasoning = final.output.find((i) => i.type === 'reasoning') as Json;
+    assert.ok(reasoning.summary[0].text.length > 0);
+    assert.match(reasoning.encrypted_content, /^opr1\./);
+    const signature = loadChunks('anthropic/anthropic-clear-thinking.1.chunks.txt').map((l) => JSON.parse(l) as Json).find((e) => e.delta?.type === 'signature_delta')!.delta.signature;
+
+    anthropic.enqueue({ json: loadJson('anthropic/anthropic-text.json') });
+    await client.responses.create({ model: 'test/claude', input: [{ role: 'user', content: 'Think, then answer' }, ...(final.output as never[]), { role: 'user', content: 'And now?' }], max_output_tokens: 3000, store: false, reasoning: { effort: 'low' } });
+    const assistant = ((anthropic.requests.at(-1)!.json as Json).messages as Json[]).find((m) => m.role === 'assistant')!;
+    const thinking = (assistant.content as Json[]).find((b) => b.type === 'thinking');
+    assert.equal(thinking?.signature, signature);
+    assert.equal(thinking?.thinking, reasoning.summary[0].text);
+  });
+
   describe('native lane: an openai endpoint with supports_responses', () => {
     const usage = { input_tokens: 30, input_tokens_details: { cached_tokens: 8 }, output_tokens: 12, output_tokens_details: { reasoning_tokens: 5 }, total_tokens: 42 };
     const upstreamResponse = (status: string, output: Json[]) => ({ id: 'resp_up1', object: 'response', created_at: 1, status, model: 'gpt-native', output, usage });
