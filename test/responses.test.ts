@@ -361,7 +361,7 @@ describe('POST /v1/responses', () => {
       assert.equal(seen.at(-1)!.type, 'response.completed');
       assert.match(final.id, /^gen_/);
       assert.equal(final.output[0].type, 'reasoning');
-      assert.equal(final.output[0].encrypted_content, 'ENC-OPAQUE');
+      assert.match(final.output[0].encrypted_content, /^opr1\./, 'OpenAI\'s reasoning packed with its item id');
       assert.equal(final.output[0].summary[0].text, 'Plan.');
       assert.deepEqual({ call_id: final.output[1].call_id, name: final.output[1].name, arguments: final.output[1].arguments }, { call_id: 'call_n1', name: 'get_weather', arguments: '{"city":"Oslo"}' });
       assert.deepEqual(final.usage.input_tokens_details, { cached_tokens: 8, cache_write_tokens: 0 });
@@ -389,7 +389,7 @@ describe('POST /v1/responses', () => {
       assert.equal(row.finish_reason, 'tool_calls');
       assert.deepEqual(JSON.parse(row.detail).dropped_parameters, []);
 
-      // The next turn echoes the reasoning item: OpenAI's encrypted content goes back unchanged.
+      // The next turn echoes the reasoning item: OpenAI gets its own item id and encrypted content back.
       upstream.enqueue({ json: upstreamResponse('completed', [{ id: 'msg_up', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Cold.', annotations: [] }] }]) });
       const next = await client.responses.create({
         model: 'test/native',
@@ -399,7 +399,7 @@ describe('POST /v1/responses', () => {
       assert.deepEqual(validateResponse(next), []);
       assert.equal(next.output_text, 'Cold.');
       const input = (upstream.requests.at(-1)!.json as Json).input as Json[];
-      assert.equal(input[1]!.encrypted_content, 'ENC-OPAQUE');
+      assert.deepEqual({ id: input[1]!.id, encrypted_content: input[1]!.encrypted_content }, { id: 'rs_up', encrypted_content: 'ENC-OPAQUE' });
       assert.equal(input[3]!.output, '-5C');
     });
 

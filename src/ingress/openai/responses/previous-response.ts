@@ -2,6 +2,7 @@ import { GatewayError } from '../../../errors/gateway-error.js';
 import type { StoredResponse } from '../../../store/stored-responses.js';
 import type { PrepareContext } from '../../types.js';
 import type { InputItem, ResponsesRequest } from './response-request-schema.js';
+import { restoreNativeReasoning } from './reasoning-state.js';
 
 /**
  * Stored responses: whether a response is kept, and `previous_response_id`.
@@ -19,9 +20,10 @@ export function inputItems(req: ResponsesRequest): InputItem[] {
 }
 
 /**
- * Settle `store` against the retention and, with `previous_response_id`, prepend the stored
- * conversation (its input items, then its output items) to `input`. Instructions are not
- * carried over (as in OpenAI's API).
+ * Settle `store` against the retention, resolve `item_reference` items and, with
+ * `previous_response_id`, prepend the stored conversation (its input items, then its output
+ * items) to `input`; reasoning items give OpenAI's own encrypted reasoning back its form.
+ * Instructions are not carried over (as in OpenAI's API).
  * @throws GatewayError `response_store_disabled` under retention `none`; `not_found` (param
  * `previous_response_id`) when the key owns no such stored response.
  */
@@ -35,12 +37,14 @@ export async function prepareResponsesRequest(req: ResponsesRequest, ctx: Prepar
   }
   const out: ResponsesRequest = { ...req, store: !none && req.store !== false };
   if (Array.isArray(req.input) && req.input.some((item) => item.type === 'item_reference')) out.input = await resolveReferences(req.input, ctx);
-  if (!req.previous_response_id) return out;
-  const previous = await ctx.responses.get(req.previous_response_id, ctx.keyId);
-  if (!previous) {
-    throw new GatewayError('not_found', `previous_response_id: no stored response ${JSON.stringify(req.previous_response_id)} for this key (responses are kept only with store and a retention that keeps text, until it runs out)`, { param: 'previous_response_id' });
+  if (req.previous_response_id) {
+    const previous = await ctx.responses.get(req.previous_response_id, ctx.keyId);
+    if (!previous) {
+      throw new GatewayError('not_found', `previous_response_id: no stored response ${JSON.stringify(req.previous_response_id)} for this key (responses are kept only with store and a retention that keeps text, until it runs out)`, { param: 'previous_response_id' });
+    }
+    out.input = [...conversationOf(previous), ...inputItems(out)];
   }
-  out.input = [...conversationOf(previous), ...inputItems(out)];
+  if (Array.isArray(out.input)) out.input = restoreNativeReasoning(out.input);
   return out;
 }
 
