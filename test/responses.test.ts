@@ -270,6 +270,16 @@ describe('POST /v1/responses', () => {
     assert.deepEqual(JSON.parse(row.detail).warnings, ['hosted tools dropped (translation carries function tools only): tools[2] (web_search)', 'Responses fields not translated: include, prompt_cache_key']);
   });
 
+  test('reasoning that uses the whole output limit: reasoning_exhausted_output_limit naming max_output_tokens', async () => {
+    upstream.enqueue({ json: { id: 'c', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: null, reasoning: 'hmm…' }, finish_reason: 'length' }], usage: { prompt_tokens: 5, completion_tokens: 16, total_tokens: 21 } } });
+    await assert.rejects(client.responses.create({ model: 'test/model', input: 'x', max_output_tokens: 16, store: false }), (err: unknown) => {
+      assert.ok(err instanceof OpenAI.APIError);
+      assert.equal((err.error as Json).code, 'reasoning_exhausted_output_limit');
+      assert.equal((err.error as Json).param, 'max_output_tokens');
+      return true;
+    });
+  });
+
   test('a stream that fails after its first byte ends with error and response.failed', async () => {
     const pieces = textStream('Hello world');
     upstream.enqueue({ sse: pieces.slice(0, 2), done: false, destroyAfterBytes: 10_000 });

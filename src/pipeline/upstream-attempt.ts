@@ -18,12 +18,15 @@ import { keepResponse } from './keep-response.js';
  * fail over); after it, a failure ends the stream with the API's error event.
  */
 
-export const reasoningExhausted = () =>
-  new GatewayError(
+export const reasoningExhausted = (api?: string) => {
+  // The output limit's name in the client's API.
+  const param = api === 'responses' ? 'max_output_tokens' : 'max_completion_tokens';
+  return new GatewayError(
     'reasoning_exhausted_output_limit',
-    'the model used the whole output limit for reasoning and produced no answer; raise max_completion_tokens or lower the reasoning effort',
-    { param: 'max_completion_tokens' },
+    `the model used the whole output limit for reasoning and produced no answer; raise ${param} or lower the reasoning effort`,
+    { param },
   );
+};
 
 /** One non-streamed attempt. Returns the upstream status. */
 export async function completeAttempt(a: Attempt, ingress: GenerationIngress, call: UpstreamCall): Promise<number> {
@@ -47,7 +50,7 @@ export async function completeAttempt(a: Attempt, ingress: GenerationIngress, ca
     const acc = OutputAccumulator.fromResult(result);
     const costUsd = meterAttempt(draft, target, acc, a.prompt);
     keepContent(draft, input, acc);
-    if (result.finishReason === 'length' && acc.reasoningOnly(draft.usage)) throw reasoningExhausted();
+    if (result.finishReason === 'length' && acc.reasoningOnly(draft.usage)) throw reasoningExhausted(input.ingress.api);
     draft.markFirstToken();
     const body = ingress.responseBody(identityFor(draft, target.model.id), result, draft.usage!, costUsd, input.request);
     await keepResponse(a, ingress, body);
@@ -154,7 +157,7 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
     const costUsd = meterAttempt(draft, target, acc, a.prompt);
     keepContent(draft, input, acc);
     if (acc.finish?.finishReason === 'length' && acc.reasoningOnly(draft.usage)) {
-      const err = reasoningExhausted();
+      const err = reasoningExhausted(input.ingress.api);
       draft.status = 'error';
       draft.errorCode = err.code;
       draft.errorMessage = err.message;
