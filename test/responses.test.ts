@@ -7,6 +7,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
+import { parseConfig } from '../src/config/load.js';
 import { startGateway, type TestGateway } from './helpers/gateway.js';
 import { fixturesAvailable, loadChunks, loadJson, startUpstream, type Upstream } from './helpers/replay-upstream.js';
 import { validateErrorResponse, validateResponse, validateResponseStreamEvent } from './helpers/openapi.js';
@@ -422,5 +423,19 @@ describe('POST /v1/responses', () => {
         return true;
       });
     });
+  });
+});
+
+describe('supports_responses config', () => {
+  test('only openai providers may serve /responses natively; the setting is refused at start elsewhere', () => {
+    assert.throws(
+      () => parseConfig({
+        providers: [{ id: 'a', kind: 'anthropic', api_key: 'k' }],
+        models: [{ id: 'x/y', context_length: 1000, endpoints: [{ provider: 'a', upstream_model: 'm', supports_responses: true }] }],
+      }, 'test'),
+      /models\[0\]\.endpoints\[0\]\.supports_responses: only "openai" providers serve the Responses API natively \(this one is "anthropic"/,
+    );
+    const ok = parseConfig({ providers: [{ id: 'o', kind: 'openai', base_url: 'http://127.0.0.1:1/v1' }], models: [{ id: 'x/y', context_length: 1000, endpoints: [{ provider: 'o', upstream_model: 'm', supports_responses: true }] }] }, 'test');
+    assert.equal(ok.models[0]!.endpoints[0]!.supports_responses, true);
   });
 });
