@@ -211,6 +211,9 @@ describe('POST /v1/responses', () => {
     assert.equal(got.id, second.id);
     assert.equal(got.output_text, 'Ada.');
     await assert.rejects(other.responses.retrieve(second.id), (err: unknown) => err instanceof OpenAI.NotFoundError);
+    await assert.rejects(other.responses.delete(second.id), (err: unknown) => err instanceof OpenAI.NotFoundError);
+    await client.responses.delete(second.id);
+    await assert.rejects(client.responses.retrieve(second.id), (err: unknown) => err instanceof OpenAI.NotFoundError);
     await assert.rejects(other.responses.create({ model: 'test/model', input: 'x', previous_response_id: first.id }), (err: unknown) => {
       assert.ok(err instanceof OpenAI.NotFoundError);
       assert.equal((err.error as Json).param, 'previous_response_id');
