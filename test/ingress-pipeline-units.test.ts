@@ -64,7 +64,7 @@ describe('lane choice', () => {
 
 describe('ingress registry', () => {
   test('one adapter per path and per API', () => {
-    assert.deepEqual(INGRESS_ADAPTERS.map((a) => [a.path, a.api]), [['/v1/chat/completions', 'chat'], ['/v1/completions', 'completions'], ['/v1/embeddings', 'embeddings'], ['/v1/messages', 'messages']]);
+    assert.deepEqual(INGRESS_ADAPTERS.map((a) => [a.path, a.api]), [['/v1/chat/completions', 'chat'], ['/v1/completions', 'completions'], ['/v1/embeddings', 'embeddings'], ['/v1/messages', 'messages'], ['/v1/responses', 'responses']]);
     assert.equal(ingressForPath('/v1/completions')?.api, 'completions');
     // A sub-route answers errors in its API's envelope.
     assert.equal(ingressForPath('/v1/messages/count_tokens')?.api, 'messages');

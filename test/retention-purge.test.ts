@@ -8,6 +8,7 @@ import { GenerationWriter } from '../src/store/generation-writer.js';
 import { migrate } from '../src/store/migrations.js';
 import { purgeExpiredContent, startRetentionPurge } from '../src/store/retention-purge.js';
 import type { GenerationsTable } from '../src/store/schema.js';
+import { purgeExpiredResponses, StoredResponseStore } from '../src/store/stored-responses.js';
 import { startUpstream, type Upstream } from './helpers/replay-upstream.js';
 import { oneModelConfig, startGateway, type TestGateway } from './helpers/gateway.js';
 import { createTestDatabase, type TestDatabase } from './helpers/test-database.js';
@@ -214,5 +215,39 @@ describe('retention end to end', () => {
     assert.equal(page.data.content, null);
     assert.equal(page.data.retention, 2);
     assert.equal(page.data.tokens_prompt, 2);
+  });
+});
+
+describe('stored responses (Responses API store) and the retention purge', () => {
+  test('expired stored responses are deleted by the purge and read as absent before it', async () => {
+    const database = await createTestDatabase('purge.db');
+    const store = database.open();
+    try {
+      await migrate(store.db);
+      const responses = new StoredResponseStore(store.db);
+      const now = Date.now();
+      const body = (id: string) => ({ response: { id, object: 'response', output: [] }, input: [] });
+      await responses.save('gen_old', 'key_1', now - 3 * DAY, 1, body('gen_old'));
+      await responses.save('gen_young', 'key_1', now - 3 * DAY, 5, body('gen_young'));
+      await responses.save('gen_admin', null, now - HOUR, 1, body('gen_admin'));
+      await responses.save('gen_none', 'key_1', now, 'none', body('gen_none'));
+      assert.equal(await responses.get('gen_old', 'key_1', now), undefined, 'past its retention: absent even before the purge');
+      assert.equal((await responses.get('gen_young', 'key_1', now))?.response.id, 'gen_young');
+      assert.equal(await responses.get('gen_young', 'key_2', now), undefined, 'another key');
+      assert.equal(await responses.get('gen_young', null, now), undefined, 'the admin key is another owner');
+      assert.equal((await responses.get('gen_admin', null, now))?.response.id, 'gen_admin');
+
+      const infos: Json[] = [];
+      const stop = startRetentionPurge(store.db, { info: (o: object) => infos.push(o), error: () => assert.fail('purge failed') }, 60_000);
+      for (let i = 0; i < 100 && infos.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      stop();
+      assert.equal((infos[0] as Json).responses, 1);
+      const ids = await store.db.selectFrom('stored_responses').select('id').orderBy('id').execute();
+      assert.deepEqual(ids.map((r) => r.id), ['gen_admin', 'gen_young'], 'retention none stores nothing; the expired one is gone');
+      assert.equal(await purgeExpiredResponses(store.db, now + 6 * DAY), 2);
+    } finally {
+      await store.close();
+      await database.drop();
+    }
   });
 });

@@ -110,6 +110,9 @@ function checkReferences(raw: unknown): string[] {
       } else if (e.embeddings === true && kind !== undefined && !EMBEDDING_KINDS.includes(kind)) {
         issues.push(`${at}.embeddings: provider kind "${kind}" does not serve embeddings (kinds that do: ${EMBEDDING_KINDS.join(', ')})`);
       }
+      if (e.supports_responses === true && kind !== undefined && kind !== 'openai') {
+        issues.push(`${at}.supports_responses: only "openai" providers serve the Responses API natively (this one is "${kind}"; /v1/responses reaches it by translation without the setting)`);
+      }
       const ctx = asNumber(e.context_length) ?? asNumber(m.context_length);
       const max = asNumber(e.max_completion_tokens);
       if (max !== undefined && ctx !== undefined && max > ctx) {

@@ -138,6 +138,8 @@ export const endpointSchema = z
     ]),
     /** The upstream also serves legacy `POST /completions` for this model. */
     supports_text_completions: z.boolean().default(false),
+    /** The upstream also serves OpenAI's Responses API (`POST /responses`) for this model (`openai` kind): `/v1/responses` goes through natively. */
+    supports_responses: z.boolean().default(false),
     /** The endpoint serves `POST /embeddings` (an embedding model). */
     embeddings: z.boolean().default(false),
     /** Most inputs per upstream embeddings call: a longer `input` array is sent in batches of this size. */

@@ -74,6 +74,10 @@ export const ERROR_CATALOG = define({
     status: 404, kind: 'terminal', scope: 'request', type: 'not_found_error',
     description: 'No such route, or no such object (model, generation).',
   },
+  response_store_disabled: {
+    status: 400, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
+    description: 'A Responses request asked to keep its response (`store: true`) or to continue one (`previous_response_id`) while its retention is `none`: the gateway keeps no text then. Send `op.retention` as a number of days (or give the key a retention), or send the whole conversation as `input` with `store: false`.',
+  },
   method_not_allowed: {
     status: 405, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
     description: 'The route exists but not for this HTTP method.',

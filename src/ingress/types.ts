@@ -5,13 +5,14 @@ import type { OutputPart } from '../core/stream-part.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 import type { PlannedEndpoint } from '../routing/plan.js';
 import type { ResolvedEndpoint, UpstreamCall } from '../providers/types.js';
+import type { StoredResponse, StoredResponseStore } from '../store/stored-responses.js';
 
 /**
  * The client APIs the gateway serves, one ingress adapter each; the value of a generation
  * record's `api`. Adding an API: a folder under src/ingress/<vendor>/<api>/ with an adapter, a
  * name here, an entry in registry.ts, and a case in the pipeline's lane choice (pipeline/lane.ts).
  */
-export type ClientApi = 'chat' | 'completions' | 'embeddings' | 'messages';
+export type ClientApi = 'chat' | 'completions' | 'embeddings' | 'messages' | 'responses';
 
 /** Identity shared by a response and every event of its stream. `created` is Unix seconds. */
 export interface ResponseIdentity {
@@ -41,6 +42,23 @@ export interface StreamEncoder {
   error(err: GatewayError, requestId: string, usage: Usage | null, costUsd: number | undefined): string;
   /** The last bytes of the stream (OpenAI: `data: [DONE]`). */
   done(): string;
+  /**
+   * The complete response object after `finish` or `error`, for APIs that keep responses
+   * (Responses' `store`); undefined before.
+   */
+  response?(): unknown;
+}
+
+/**
+ * What an API's `prepare` step may read: the calling key, the request's retention, and the
+ * stored responses (Responses' `previous_response_id`).
+ */
+export interface PrepareContext {
+  /** The calling key's id; null for the admin key. */
+  readonly keyId: string | null;
+  /** The request's retention: `none`, or days. */
+  readonly retention: 'none' | number;
+  readonly responses: StoredResponseStore;
 }
 
 /**
@@ -84,9 +102,9 @@ export interface GenerationIngress<Req = unknown> extends IngressAdapterBase<Req
    * (block-structured event formats); the pipeline frames parts only for those.
    */
   readonly contentBlocks: boolean;
-  createStreamEncoder(ident: ResponseIdentity): StreamEncoder;
+  createStreamEncoder(ident: ResponseIdentity, req: Req): StreamEncoder;
   /** The non-streamed response body; `costUsd` in USD. */
-  responseBody(ident: ResponseIdentity, result: ChatResult, usage: Usage, costUsd: number): unknown;
+  responseBody(ident: ResponseIdentity, result: ChatResult, usage: Usage, costUsd: number, req: Req): unknown;
   /** What a stream writes while it waits for its first content; default an SSE comment. */
   readonly keepAlive?: string;
   /** Client request headers (lower case) handed to {@link nativeCall} (e.g. `anthropic-beta`). */
@@ -97,8 +115,23 @@ export interface GenerationIngress<Req = unknown> extends IngressAdapterBase<Req
    * {@link forwardHeaders}.
    */
   nativeCall?(req: Req, target: ResolvedEndpoint, stream: boolean, headers: Readonly<Record<string, string>>): UpstreamCall;
-  /** What translating this request to the internal one lost (warnings of translated attempts). */
+  /**
+   * What translating this request through the internal format loses (fields and tools it has
+   * no place for), kept in the record's warnings of attempts in the translate lane.
+   */
   translationWarnings?(req: Req): string[];
+  /**
+   * An async step after `parse`, before the internal request is built (Responses: load the
+   * `previous_response_id` conversation, settle `store` against the retention).
+   * @throws GatewayError refusing the request (recorded like a validation failure).
+   */
+  prepare?(req: Req, ctx: PrepareContext): Promise<Req>;
+  /**
+   * What to keep of a finished response (Responses with `store`), given the body or final
+   * stream object sent; undefined keeps nothing. The pipeline stores it only when the
+   * request's retention keeps text, before the client sees the end of the response.
+   */
+  keep?(req: Req, response: unknown): StoredResponse | undefined;
 }
 
 /** A client API that returns vectors (OpenAI embeddings): never streamed. */

@@ -81,11 +81,11 @@ export function stopKeepAlive(state: ResponseState): void {
  * Answer a request that failed before any output: the error envelope with its status, or —
  * when keep-alive comments already committed a 200 — the API's stream error event.
  */
-export async function sendFailure(sink: ClientSink, state: ResponseState, ingress: IngressAdapter, draft: GenerationDraft, err: GatewayError, model: string): Promise<void> {
+export async function sendFailure(sink: ClientSink, state: ResponseState, ingress: IngressAdapter, draft: GenerationDraft, err: GatewayError, model: string, request: unknown): Promise<void> {
   if (state.headersSent) {
     // Only streams commit headers early, and only generation APIs stream.
     if (state.outputStarted || ingress.output !== 'generation') return;
-    const encoder = ingress.createStreamEncoder(identityFor(draft, model));
+    const encoder = ingress.createStreamEncoder(identityFor(draft, model), request);
     await sink.write(encoder.error(err, draft.requestId, null, undefined));
     sink.end(encoder.done());
     return;

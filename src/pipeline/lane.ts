@@ -24,6 +24,7 @@ const NATIVE_TEXT_COMPLETION: Lane = { native: true, operation: 'text-completion
 const NATIVE_EMBEDDINGS: Lane = { native: true, operation: 'embeddings' };
 /** Messages → `anthropic`: the client's body and betas go through; the events come back as sent. */
 const NATIVE_MESSAGES: Lane = { native: true, operation: 'chat', relayUpstream: true };
+const NATIVE_RESPONSES: Lane = { native: true, operation: 'responses' };
 
 /**
  * The one place that chooses between pass-through and translation, from the client API and the
@@ -38,6 +39,9 @@ export function chooseLane(input: GenerationInput, target: ResolvedEndpoint, ada
       return TRANSLATE;
     case 'completions':
       return target.endpoint.supports_text_completions && adapter.buildCompletionCall !== undefined ? NATIVE_TEXT_COMPLETION : TRANSLATE;
+    case 'responses':
+      // Responses → an `openai` endpoint that serves `/responses` (`supports_responses`).
+      return target.endpoint.supports_responses && adapter.buildResponsesCall !== undefined ? NATIVE_RESPONSES : TRANSLATE;
     case 'embeddings':
       // Served only by endpoints with `embeddings: true`, on kinds whose adapter builds the call
       // (config refuses the others); the `openai` kind takes the client's fields as they are.
@@ -62,6 +66,9 @@ export function buildUpstreamCall(lane: Lane, input: GenerationInput, target: Re
         return input.ingress.nativeCall(input.request, target, input.stream, input.headers ?? {});
       }
       return adapter.buildChatCall(input.chat, target, input.stream);
+    case 'responses':
+      // chooseLane picks this lane only for the Responses API on adapters that build it.
+      return adapter.buildResponsesCall!(input.request as Record<string, unknown>, target, input.stream);
     case 'embeddings':
       throw new GatewayError('internal_error', 'embeddings calls are built per batch by the embedding attempt');
   }

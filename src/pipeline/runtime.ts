@@ -9,6 +9,7 @@ import type { LimitStore } from '../limits/limit-store.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { GenerationWriter } from '../store/generation-writer.js';
+import type { StoredResponseStore } from '../store/stored-responses.js';
 
 /** Everything a request needs from the running gateway. `config`/`catalog` change on reload. */
 export interface GatewayRuntime {
@@ -32,6 +33,8 @@ export interface GatewayRuntime {
   shutdown: AbortController;
   /** A key's settled spend since `periodStart` from the database (picodollars). */
   loadSpent: (keyId: string, periodStart: number) => Promise<bigint>;
+  /** Responses API objects kept for `GET /v1/responses/{id}` and `previous_response_id`. */
+  responses: StoredResponseStore;
 }
 
 /** The adapter of a provider, cached per provider id. */

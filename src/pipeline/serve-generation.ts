@@ -1,6 +1,7 @@
 import { PromptSize } from '../accounting/estimate-tokens.js';
 import { toGatewayError, type GatewayError } from '../errors/gateway-error.js';
-import type { IngressAdapter } from '../ingress/types.js';
+import type { IngressAdapter, PrepareContext } from '../ingress/types.js';
+import type { OpOptions } from '../core/chat-types.js';
 import type { ApiKey } from '../store/keys.js';
 import { newGenerationId } from '../util/ids.js';
 import { resolveAliases } from '../routing/catalog.js';
@@ -28,7 +29,8 @@ export async function serveGeneration(
   const draft = new GenerationDraft(newGenerationId(), requestId, key.isAdmin ? null : key.id, ingress.api, peek(body, 'stream') === true, typeof model === 'string' ? model.slice(0, 200) : '');
   let input: GenerationInput;
   try {
-    const request = ingress.parse(body);
+    let request = ingress.parse(body);
+    if (ingress.output === 'generation' && ingress.prepare) request = await ingress.prepare(request, prepareContext(rt, key, request));
     const chat = resolveAliases(rt.catalog, ingress.toChat(request));
     resolveModelNames(chat, rt.catalog, rt.config);
     input = { ingress, request, chat, stream: chat.stream === true, headers };
@@ -48,6 +50,12 @@ export async function serveGeneration(
     return;
   }
   await runGeneration(rt, input, draft, sink, credit);
+}
+
+/** What an API's `prepare` step reads: the key, the request's retention, the stored responses. */
+function prepareContext(rt: GatewayRuntime, key: ApiKey, request: unknown): PrepareContext {
+  const retention = (request as { op?: OpOptions }).op?.retention ?? key.settings.retention ?? rt.config.retention;
+  return { keyId: key.isAdmin ? null : key.id, retention, responses: rt.responses };
 }
 
 function peek(body: unknown, field: string): unknown {
@@ -98,7 +106,7 @@ async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: 
       draft.status = 'error';
       draft.errorCode = err.code;
       draft.errorMessage = err.message;
-      await sendFailure(sink, state, input.ingress, draft, err, chat.model);
+      await sendFailure(sink, state, input.ingress, draft, err, chat.model, input.request);
     }
   } finally {
     stopKeepAlive(state);

@@ -11,6 +11,7 @@ import { endStreamWithError, identityFor, responseHeaders, sendStreamHeaders, st
 import { keepContent, meterAttempt } from './finish.js';
 import { clientClosed, MAX_ERROR_BODY, nonStreamedFailure, readCapped, shuttingDown, type Attempt } from './attempt.js';
 import { OutputAccumulator } from './output-accumulator.js';
+import { keepResponse } from './keep-response.js';
 
 /**
  * The upstream attempt stage: one call to one endpoint, its answer relayed to the client in the
@@ -18,12 +19,15 @@ import { OutputAccumulator } from './output-accumulator.js';
  * fail over); after it, a failure ends the stream with the API's error event.
  */
 
-export const reasoningExhausted = () =>
-  new GatewayError(
+export const reasoningExhausted = (api?: string) => {
+  // The output limit's name in the client's API.
+  const param = api === 'responses' ? 'max_output_tokens' : 'max_completion_tokens';
+  return new GatewayError(
     'reasoning_exhausted_output_limit',
-    'the model used the whole output limit for reasoning and produced no answer; raise max_completion_tokens or lower the reasoning effort',
-    { param: 'max_completion_tokens' },
+    `the model used the whole output limit for reasoning and produced no answer; raise ${param} or lower the reasoning effort`,
+    { param },
   );
+};
 
 /** One non-streamed attempt. Returns the upstream status. */
 export async function completeAttempt(a: Attempt, ingress: GenerationIngress, call: UpstreamCall): Promise<number> {
@@ -50,11 +54,12 @@ export async function completeAttempt(a: Attempt, ingress: GenerationIngress, ca
     const acc = OutputAccumulator.fromResult(result);
     const costUsd = meterAttempt(draft, target, acc, a.prompt);
     keepContent(draft, input, acc);
-    if (result.finishReason === 'length' && acc.reasoningOnly(draft.usage)) throw reasoningExhausted();
+    if (result.finishReason === 'length' && acc.reasoningOnly(draft.usage)) throw reasoningExhausted(input.ingress.api);
     draft.markFirstToken();
     // Same format in and out: the upstream's own body (parsed above only for the record).
     const shown = input.chat.reasoning?.exclude === true ? { ...result, reasoning: null } : result;
-    const body = a.lane.relayUpstream ? json : ingress.responseBody(identityFor(draft, target.model.id), shown, draft.usage!, costUsd);
+    const body = a.lane.relayUpstream ? json : ingress.responseBody(identityFor(draft, target.model.id), shown, draft.usage!, costUsd, input.request);
+    await keepResponse(a, ingress, body);
     state.outputStarted = true;
     a.sink.send(200, responseHeaders(draft), body);
     return res.statusCode;
@@ -78,7 +83,7 @@ class StreamRelay {
   private readonly framer: ContentBlockFramer | undefined;
 
   constructor(private readonly a: Attempt, ingress: GenerationIngress, private readonly firstTokenTimer: NodeJS.Timeout | undefined) {
-    this.encoder = ingress.createStreamEncoder({ ...identityFor(a.draft, a.target.model.id), promptTokens: ingress.contentBlocks && !a.lane.relayUpstream ? a.prompt.estimate() : undefined });
+    this.encoder = ingress.createStreamEncoder({ ...identityFor(a.draft, a.target.model.id), promptTokens: ingress.contentBlocks && !a.lane.relayUpstream ? a.prompt.estimate() : undefined }, a.input.request);
     this.framer = ingress.contentBlocks ? new ContentBlockFramer() : undefined;
   }
 
@@ -215,13 +220,15 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
     const costUsd = meterAttempt(draft, target, acc, a.prompt);
     keepContent(draft, input, acc);
     if (acc.finish?.finishReason === 'length' && acc.reasoningOnly(draft.usage)) {
-      const err = reasoningExhausted();
+      const err = reasoningExhausted(input.ingress.api);
       draft.status = 'error';
       draft.errorCode = err.code;
       draft.errorMessage = err.message;
       await sink.write(relay.closeBlock() + encoder.error(err, draft.requestId, draft.usage, costUsd));
     } else {
-      await sink.write(relay.closeBlock() + encoder.finish(acc.finish?.finishReason ?? 'stop', draft.usage, costUsd));
+      const tail = relay.closeBlock() + encoder.finish(acc.finish?.finishReason ?? 'stop', draft.usage, costUsd);
+      if (encoder.response) await keepResponse(a, ingress, encoder.response());
+      await sink.write(tail);
     }
     sink.end(encoder.done());
     return status;

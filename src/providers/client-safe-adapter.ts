@@ -40,6 +40,7 @@ export function withClientSafeErrors(adapter: ProviderAdapter, provider: Provide
     const build = adapter.buildCompletionCall.bind(adapter);
     wrapped.buildCompletionCall = (req, target, stream) => build(req, target, stream);
   }
+  if (adapter.buildResponsesCall) wrapped.buildResponsesCall = adapter.buildResponsesCall.bind(adapter);
   if (adapter.buildEmbeddingCall) wrapped.buildEmbeddingCall = adapter.buildEmbeddingCall.bind(adapter);
   if (adapter.parseEmbeddingResult) {
     const parse = adapter.parseEmbeddingResult.bind(adapter);

@@ -39,7 +39,7 @@ export interface StreamTransform {
 }
 
 /** Which upstream operation a call performs. */
-export type UpstreamOperation = 'chat' | 'text-completion' | 'embeddings';
+export type UpstreamOperation = 'chat' | 'text-completion' | 'embeddings' | 'responses';
 
 /**
  * What a provider kind must implement. Adapters are stateless: pure conversions at the edge
@@ -53,6 +53,11 @@ export interface ProviderAdapter {
   buildChatCall(req: ChatRequest, target: ResolvedEndpoint, stream: boolean): UpstreamCall | Promise<UpstreamCall>;
   /** Build a native text-completion call, for endpoints with `supports_text_completions`. */
   buildCompletionCall?(req: CompletionRequest, target: ResolvedEndpoint, stream: boolean): UpstreamCall | Promise<UpstreamCall>;
+  /**
+   * Build a native Responses API call (`POST /responses`) from the client's validated Responses
+   * request, for endpoints with `supports_responses` (the `openai` kind).
+   */
+  buildResponsesCall?(req: Record<string, unknown>, target: ResolvedEndpoint, stream: boolean): UpstreamCall | Promise<UpstreamCall>;
   /**
    * Build one upstream embeddings call for `req` (its `input` already cut to the endpoint's
    * `max_embedding_inputs`); present on kinds that serve embeddings.

@@ -18,6 +18,8 @@ import { KeyResolver } from './auth.js';
 import { parseJsonBody } from './json-body.js';
 import { registerGenerateRoutes } from './routes/generate.js';
 import { registerCountTokensRoute } from './routes/messages-count-tokens.js';
+import { registerResponseRoutes } from './routes/responses.js';
+import { StoredResponseStore } from '../store/stored-responses.js';
 import { registerGenerationRoutes } from './routes/generation.js';
 import { registerModelRoutes } from './routes/models.js';
 import { registerUsageRoutes } from './routes/usage.js';
@@ -139,6 +141,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     limits: redis ? new RedisLimitStore(redis) : new MemoryLimitStore(),
     metrics: new GatewayMetrics(),
     shutdown: new AbortController(),
+    responses: new StoredResponseStore(db),
     async loadSpent(keyId, periodStart) {
       const row = await db
         .selectFrom('usage_hourly')
@@ -187,7 +190,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
 
   // A known path with a wrong method is a 405, not a 404.
   const allowed: Record<string, string> = {
-    '/v1/chat/completions': 'POST', '/v1/completions': 'POST', '/v1/messages': 'POST', '/v1/models': 'GET', '/v1/generation': 'GET',
+    '/v1/chat/completions': 'POST', '/v1/completions': 'POST', '/v1/messages': 'POST', '/v1/responses': 'POST', '/v1/models': 'GET', '/v1/generation': 'GET',
     '/v1/generations': 'GET', '/v1/usage': 'GET', '/v1/key': 'GET', '/health': 'GET', '/ready': 'GET', '/metrics': 'GET',
   };
   for (const [url, method] of Object.entries(allowed)) {
@@ -211,6 +214,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   });
   registerGenerateRoutes(app, rt);
   registerCountTokensRoute(app, rt);
+  registerResponseRoutes(app, rt);
   registerModelRoutes(app, rt);
   registerGenerationRoutes(app, rt, db);
   registerUsageRoutes(app, rt, db);

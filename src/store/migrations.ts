@@ -255,6 +255,22 @@ export const MIGRATIONS: readonly Migration[] = [
       await dialectOf(db).createExpressionStatistics(db, 'generations_filter_values', 'generations', ['key_id', 'served_model', 'requested_model', 'provider', 'session', 'status'].map(coalesced));
     },
   },
+  {
+    // Responses API objects kept for `GET /v1/responses/{id}` and `previous_response_id`.
+    name: '0007_stored_responses',
+    async up(db) {
+      const text = dialectOf(db).text;
+      await db.schema
+        .createTable('stored_responses')
+        .addColumn('id', text, (c) => c.primaryKey())
+        .addColumn('key_id', text)
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint')
+        .addColumn('body', text, (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('stored_responses_expires').on('stored_responses').column('expires_at').execute();
+    },
+  },
 ];
 
 /**

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type SqlBool } from 'kysely';
 import type { Database } from './schema.js';
+import { purgeExpiredResponses } from './stored-responses.js';
 
 /** Minimal logger shape (pino-compatible). */
 export interface PurgeLogger {
@@ -42,7 +43,8 @@ export async function purgeExpiredContent(db: Kysely<Database>, now: number = Da
 }
 
 /**
- * Run {@link purgeExpiredContent} now and every `intervalMs` (the timer does not keep the
+ * Run {@link purgeExpiredContent} and {@link purgeExpiredResponses} (stored Responses API
+ * objects) now and every `intervalMs` (the timer does not keep the
  * process alive; runs never overlap). Counts are logged; failures are logged, never thrown.
  * @returns a function that stops the timer.
  */
@@ -55,7 +57,8 @@ export function startRetentionPurge(db: Kysely<Database>, log: PurgeLogger, inte
     const started = Date.now();
     try {
       const purged = await purgeExpiredContent(db, started);
-      if (!stopped) log.info({ purged, ms: Date.now() - started }, 'retention purge');
+      const responses = await purgeExpiredResponses(db, started);
+      if (!stopped) log.info({ purged, responses, ms: Date.now() - started }, 'retention purge');
     } catch (err) {
       if (!stopped) log.error({ err }, 'retention purge failed');
     } finally {

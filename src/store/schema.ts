@@ -61,6 +61,22 @@ export interface GenerationsTable {
 }
 
 /**
+ * Table `stored_responses`: Responses API objects kept while retention keeps text (`store`), for
+ * `GET /v1/responses/{id}` and `previous_response_id`. Times are unix ms.
+ */
+export interface StoredResponsesTable {
+  /** The generation id (`gen_…`), also the response's `id`. */
+  id: string;
+  /** The owning key; null for the admin key. */
+  key_id: string | null;
+  created_at: number;
+  /** When the text's retention runs out (unix ms); null: kept until deleted. */
+  expires_at: number | null;
+  /** JSON text: the response object and the input items it answered. */
+  body: string;
+}
+
+/**
  * Hourly usage rollups, written in the same transaction as the generation rows they count, so
  * usage queries never scan `generations`. Latency histograms are JSON arrays of counts over
  * {@link LATENCY_BUCKETS_MS}. Money in picodollars.
@@ -139,5 +155,6 @@ export interface Database {
   usage_daily_session_models: UsageDailySessionModelsTable;
   usage_daily_session_tags: UsageDailySessionTagsTable;
   generation_tags: GenerationTagsTable;
+  stored_responses: StoredResponsesTable;
   migrations_applied: { name: string; applied_at: Generated<number> };
 }

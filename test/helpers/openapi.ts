@@ -314,3 +314,32 @@ export function validateErrorResponse(value: unknown): string[] {
 export function validateModelList(value: unknown): string[] {
   return validateAgainst('ListModelsResponse', value);
 }
+
+/** Validates a Responses API object (`Response`: a `POST /v1/responses` body, `GET /v1/responses/{id}`). */
+export function validateResponse(value: unknown): string[] {
+  return validateAgainst('Response', value);
+}
+
+let eventSchemaByType: Map<string, string> | undefined;
+
+/**
+ * Validates one parsed Responses stream event, the JSON of one `data:` line
+ * (`ResponseStreamEvent`). When it fails, the errors are those of the union member whose `type`
+ * matches the event's (the union's own report lists every member).
+ */
+export function validateResponseStreamEvent(value: unknown): string[] {
+  const errors = validateAgainst('ResponseStreamEvent', value);
+  if (errors.length === 0) return errors;
+  if (!eventSchemaByType) {
+    eventSchemaByType = new Map();
+    const defs = (getRegistry().ajv.getSchema(DOC_ID)?.schema as JsonObject | undefined)?.$defs as Record<string, JsonObject> | undefined;
+    for (const member of ((defs?.ResponseStreamEvent?.anyOf ?? []) as JsonObject[])) {
+      const name = String(member.$ref).split('/').pop()!;
+      const type = ((defs?.[name]?.properties as JsonObject | undefined)?.type as JsonObject | undefined)?.enum;
+      if (Array.isArray(type)) for (const t of type) eventSchemaByType.set(String(t), name);
+    }
+  }
+  const type = isObject(value) ? value.type : undefined;
+  const member = typeof type === 'string' ? eventSchemaByType.get(type) : undefined;
+  return member ? validateAgainst(member, value).map((e) => `${member}: ${e}`) : [`no ResponseStreamEvent member has type ${JSON.stringify(type)}`];
+}

@@ -4,6 +4,7 @@ import { convertToOpenAIChatRequest, convertToOpenAICompletionRequest } from './
 import { parseOpenAIErrorResponse } from './openai-error.js';
 import { createOpenAIStreamTransform } from './openai-stream-transform.js';
 import { convertOpenAIEmbeddingResponse, convertToOpenAIEmbeddingRequest } from './openai-embeddings.js';
+import { convertOpenAIResponsesResult, convertToOpenAIResponsesRequest, createOpenAIResponsesStreamTransform } from './openai-responses.js';
 
 /**
  * The adapter for provider kind `openai`: any OpenAI-compatible server (OpenAI, vLLM,
@@ -15,8 +16,9 @@ export function createOpenAIAdapter(providerId: string): ProviderAdapter {
     buildCompletionCall: (req, target, stream) => convertToOpenAICompletionRequest(req, target, stream),
     buildEmbeddingCall: (req, target) => convertToOpenAIEmbeddingRequest(req, target),
     parseEmbeddingResult: (body) => convertOpenAIEmbeddingResponse(providerId, body),
-    parseResult: (body, operation) => convertOpenAIResponse(providerId, body, operation),
-    createStreamTransform: (operation) => createOpenAIStreamTransform(providerId, operation),
+    buildResponsesCall: (req, target, stream) => convertToOpenAIResponsesRequest(req, target, stream),
+    parseResult: (body, operation) => (operation === 'responses' ? convertOpenAIResponsesResult(providerId, body) : convertOpenAIResponse(providerId, body, operation)),
+    createStreamTransform: (operation) => (operation === 'responses' ? createOpenAIResponsesStreamTransform(providerId) : createOpenAIStreamTransform(providerId, operation)),
     parseErrorResponse: (status, headers, bodyText) => parseOpenAIErrorResponse(providerId, status, headers, bodyText),
   };
 }

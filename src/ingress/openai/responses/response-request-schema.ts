@@ -1,0 +1,211 @@
+import { z } from 'zod';
+import { GatewayError } from '../../../errors/gateway-error.js';
+import { gatewayFields } from '../../gateway-fields.js';
+import { firstIssueError, requireObject } from '../../validate.js';
+import { nullable, tokens } from '../openai-request-fields.js';
+
+/**
+ * The Responses API request (`POST /v1/responses`): the fields the gateway serves, validated;
+ * unknown fields are kept on the parsed request (a native `/responses` endpoint gets them) but
+ * never reach a translated call.
+ * @see https://platform.openai.com/docs/api-reference/responses/create
+ */
+
+const inputText = z.object({ type: z.literal('input_text'), text: z.string() }).passthrough();
+const inputImage = z
+  .object({
+    type: z.literal('input_image'),
+    image_url: nullable(z.string()),
+    file_id: nullable(z.string()),
+    detail: nullable(z.enum(['auto', 'low', 'high', 'original'])),
+  })
+  .passthrough();
+const inputFile = z
+  .object({ type: z.literal('input_file'), file_data: z.string().optional(), filename: z.string().optional(), file_id: nullable(z.string()), file_url: z.string().optional() })
+  .passthrough();
+const outputText = z.object({ type: z.literal('output_text'), text: z.string() }).passthrough();
+const refusal = z.object({ type: z.literal('refusal'), refusal: z.string() }).passthrough();
+
+/** A content part of an input message. */
+const contentPart = z.discriminatedUnion('type', [inputText, inputImage, inputFile, outputText, refusal]);
+
+const message = z
+  .object({
+    type: z.literal('message').optional(),
+    role: z.enum(['user', 'assistant', 'system', 'developer']),
+    content: z.union([z.string(), z.array(contentPart)]),
+    id: z.string().optional(),
+    status: z.string().optional(),
+  })
+  .passthrough();
+
+const functionCall = z
+  .object({ type: z.literal('function_call'), call_id: z.string().min(1), name: z.string().min(1), arguments: z.string(), id: z.string().optional(), status: z.string().optional() })
+  .passthrough();
+
+const functionCallOutput = z
+  .object({
+    type: z.literal('function_call_output'),
+    call_id: z.string().min(1),
+    output: z.union([z.string(), z.array(z.discriminatedUnion('type', [inputText, inputImage, inputFile]))]),
+    id: nullable(z.string()),
+    status: nullable(z.string()),
+  })
+  .passthrough();
+
+const reasoning = z
+  .object({
+    type: z.literal('reasoning'),
+    id: z.string().optional(),
+    summary: z.array(z.object({ type: z.literal('summary_text'), text: z.string() }).passthrough()).default([]),
+    content: z.array(z.object({ type: z.literal('reasoning_text'), text: z.string() }).passthrough()).optional(),
+    encrypted_content: nullable(z.string()),
+    status: z.string().optional(),
+  })
+  .passthrough();
+
+/** A reference to an output item of a stored response (resolved before conversion). */
+const itemReference = z.object({ type: z.literal('item_reference'), id: z.string().min(1) }).passthrough();
+
+/** The input item types the gateway serves. */
+const SUPPORTED_ITEM_TYPES = new Set(['message', 'function_call', 'function_call_output', 'reasoning', 'item_reference']);
+
+export const inputItem = z.union([message, functionCall, functionCallOutput, reasoning, itemReference]);
+export type InputItem = z.infer<typeof inputItem>;
+
+const functionTool = z
+  .object({
+    type: z.literal('function'),
+    name: z.string().min(1).max(128),
+    description: nullable(z.string()),
+    parameters: nullable(z.record(z.unknown())),
+    strict: nullable(z.boolean()),
+  })
+  .passthrough();
+export type ResponsesFunctionTool = z.infer<typeof functionTool>;
+
+const namespaceTool = z.object({ type: z.literal('namespace'), name: z.string().min(1).max(128), tools: z.array(functionTool) }).passthrough();
+
+const toolChoice = z.union([
+  z.enum(['none', 'auto', 'required']),
+  z.object({ type: z.literal('function'), name: z.string().min(1) }).passthrough(),
+]);
+
+const textFormat = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('text') }).passthrough(),
+  z.object({ type: z.literal('json_object') }).passthrough(),
+  z
+    .object({
+      type: z.literal('json_schema'),
+      name: z.string().min(1).max(64),
+      schema: z.record(z.unknown()),
+      description: z.string().optional(),
+      strict: nullable(z.boolean()),
+    })
+    .passthrough(),
+]);
+
+const responsesFields = {
+  model: z.string({ required_error: 'is required' }).min(1, 'is required'),
+    input: z.union([z.string(), z.array(z.unknown())], { required_error: 'is required', invalid_type_error: 'must be a string or an array of input items' }),
+    instructions: nullable(z.string()),
+    tools: z.array(z.unknown()).optional(),
+    tool_choice: toolChoice.optional(),
+    text: z.object({ format: textFormat.optional(), verbosity: nullable(z.enum(['low', 'medium', 'high'])) }).passthrough().optional(),
+    reasoning: nullable(
+      z
+        .object({
+          effort: nullable(z.enum(['none', 'minimal', 'low', 'medium', 'high', 'xhigh'])),
+          summary: nullable(z.enum(['auto', 'concise', 'detailed'])),
+          generate_summary: nullable(z.enum(['auto', 'concise', 'detailed'])),
+        })
+        .passthrough(),
+    ),
+    max_output_tokens: tokens,
+    temperature: nullable(z.number().min(0).max(2)),
+    top_p: nullable(z.number().min(0).max(1)),
+    metadata: nullable(z.record(z.string().max(512)).refine((m) => Object.keys(m).length <= 16, 'at most 16 keys')),
+    parallel_tool_calls: nullable(z.boolean()),
+    stream: nullable(z.boolean()),
+    store: nullable(z.boolean()),
+    previous_response_id: nullable(z.string().min(1)),
+    background: nullable(z.literal(false, { errorMap: () => ({ message: 'background responses are not supported' }) })),
+    conversation: z.undefined({ invalid_type_error: 'conversations are not supported; use previous_response_id' }).optional(),
+    user: z.string().max(256).optional(),
+    ...gatewayFields,
+};
+
+export const responsesRequestSchema = z.object(responsesFields).passthrough();
+
+/**
+ * A validated Responses request; `input` and `tools` hold only supported items. Fields the
+ * gateway does not know are still on the object (for a native `/responses` endpoint).
+ */
+export type ResponsesRequest = Omit<z.infer<z.ZodObject<typeof responsesFields>>, 'input'> & {
+  input: string | InputItem[];
+};
+
+/**
+ * Validate a Responses request body. Input items of types the gateway does not serve (computer
+ * use, hosted-tool calls, …) are refused by name. Tools: function tools and namespaces of
+ * function tools (Codex) are validated; hosted tools (`web_search`, `file_search`, …) are kept
+ * for native `/responses` endpoints and dropped, with a warning in the record, on translation.
+ * @throws GatewayError `invalid_request` / `unsupported_parameter` with `param` set
+ * (e.g. `input[2].type`).
+ */
+export function parseResponsesRequest(body: unknown): ResponsesRequest {
+  const obj = requireObject(body);
+  const result = responsesRequestSchema.safeParse(obj);
+  if (!result.success) throw firstIssueError(result.error.issues);
+  const req = result.data;
+  let input: string | InputItem[] = typeof req.input === 'string' ? req.input : [];
+  if (Array.isArray(req.input)) {
+    input = req.input.map((raw, i) => {
+      const type = raw && typeof raw === 'object' ? ((raw as { type?: unknown }).type ?? 'message') : undefined;
+      if (typeof type !== 'string') throw new GatewayError('invalid_request', `input[${i}]: must be an input item object`, { param: `input[${i}]` });
+      if (!SUPPORTED_ITEM_TYPES.has(type)) {
+        throw new GatewayError('unsupported_parameter', `input[${i}].type: ${JSON.stringify(type)} items are not supported (message, function_call, function_call_output, reasoning and item_reference are)`, { param: `input[${i}].type` });
+      }
+      return check(inputItem, raw, ['input', i]);
+    });
+  }
+  req.tools?.forEach((raw, i) => {
+    const type = raw && typeof raw === 'object' ? (raw as { type?: unknown }).type : undefined;
+    if (type === 'function') check(functionTool, raw, ['tools', i]);
+    else if (type === 'namespace') check(namespaceTool, raw, ['tools', i]);
+    else if (typeof type !== 'string') throw new GatewayError('invalid_request', `tools[${i}].type: is required`, { param: `tools[${i}].type` });
+  });
+  return { ...req, input } as ResponsesRequest;
+}
+
+/** Validate one element with `schema`; issues are reported under `path`. */
+function check<T extends z.ZodTypeAny>(schema: T, raw: unknown, path: (string | number)[]): z.infer<T> {
+  const r = schema.safeParse(raw);
+  if (!r.success) throw firstIssueError(r.error.issues.map((iss) => ({ ...iss, path: [...path, ...iss.path] })));
+  return r.data;
+}
+
+/** A function tool the model may call, with the namespace it was declared in (Codex groups tools so). */
+export interface DeclaredFunction {
+  tool: ResponsesFunctionTool;
+  namespace?: string;
+}
+
+/** The function tools of a request, namespaces flattened (names stay as declared). */
+export function functionToolsOf(tools: readonly unknown[] | undefined): DeclaredFunction[] {
+  const out: DeclaredFunction[] = [];
+  for (const t of tools ?? []) {
+    const tool = t as { type: string; name: string; tools?: unknown[] };
+    if (tool.type === 'function') out.push({ tool: t as ResponsesFunctionTool });
+    else if (tool.type === 'namespace') for (const inner of tool.tools ?? []) out.push({ tool: inner as ResponsesFunctionTool, namespace: tool.name });
+  }
+  return out;
+}
+
+/** The tools translation cannot carry (hosted tools), as `tools[i] (type)`. */
+export function hostedToolsOf(tools: readonly unknown[] | undefined): string[] {
+  return (tools ?? []).flatMap((t, i) => {
+    const type = (t as { type: string }).type;
+    return type === 'function' || type === 'namespace' ? [] : [`tools[${i}] (${type})`];
+  });
+}

@@ -1,0 +1,22 @@
+import type { GenerationIngress } from '../ingress/types.js';
+import type { Attempt } from './attempt.js';
+
+/**
+ * Keep a finished response for APIs that store responses (Responses' `store`): what the adapter
+ * keeps of it, in the database, under the request's retention. Awaited before the client sees
+ * the end of the response, so a follow-up (`previous_response_id`, `GET /v1/responses/{id}`)
+ * sent as soon as it arrives finds it. A failed write is logged and noted in the record's
+ * warnings; the answer still goes out.
+ */
+export async function keepResponse(a: Attempt, ingress: GenerationIngress, response: unknown): Promise<void> {
+  const { rt, draft, input } = a;
+  if (!ingress.keep || draft.retention === 'none') return;
+  const kept = ingress.keep(input.request, response);
+  if (!kept) return;
+  try {
+    await rt.responses.save(draft.id, draft.keyId, draft.createdAt, draft.retention, kept);
+  } catch (err) {
+    rt.log.error({ err, reqId: draft.requestId, generation: draft.id }, 'storing the response failed');
+    draft.warnings.push('the response could not be stored; it cannot be retrieved or continued with previous_response_id');
+  }
+}

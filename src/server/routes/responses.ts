@@ -1,0 +1,26 @@
+import type { FastifyInstance } from 'fastify';
+import { GatewayError } from '../../errors/gateway-error.js';
+import type { GatewayRuntime } from '../../pipeline/runtime.js';
+import type { ApiKey } from '../../store/keys.js';
+
+/**
+ * `GET /v1/responses/{id}` and `DELETE /v1/responses/{id}`: a stored Responses API object, for
+ * the key that created it only (another key, the admin key included, reads a 404). Responses are
+ * stored with `store` under a retention that keeps text, until that retention runs out.
+ * @see https://platform.openai.com/docs/api-reference/responses/get
+ */
+export function registerResponseRoutes(app: FastifyInstance, rt: () => GatewayRuntime): void {
+  const owner = (key: ApiKey) => (key.isAdmin ? null : key.id);
+  const notFound = (id: string) =>
+    new GatewayError('not_found', `no stored response ${JSON.stringify(id)} for this key (responses are kept only with store: true and a retention that keeps text, until it runs out)`, { param: 'id' });
+
+  app.get<{ Params: { id: string } }>('/v1/responses/:id', async (req) => {
+    const stored = await rt().responses.get(req.params.id, owner(req.apiKey));
+    if (!stored) throw notFound(req.params.id);
+    return stored.response;
+  });
+  app.delete<{ Params: { id: string } }>('/v1/responses/:id', async (req) => {
+    if (!(await rt().responses.delete(req.params.id, owner(req.apiKey)))) throw notFound(req.params.id);
+    return { id: req.params.id, object: 'response', deleted: true };
+  });
+}
