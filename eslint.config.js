@@ -6,6 +6,7 @@ import tseslint from 'typescript-eslint';
 /** src/ folders from the top layer down; a folder never imports from a layer above its own. */
 const LAYERS = [
   ['server'],
+  ['telemetry'],
   ['pipeline'],
   ['ingress'],
   ['routing', 'limits', 'store', 'relay'],

@@ -8,6 +8,7 @@ import { runAttempts } from './attempt-loop.js';
 import type { ClientSink } from './client-sink.js';
 import { errorHeaders, sendFailure, startKeepAlive, stopKeepAlive, type ResponseState } from './client-response.js';
 import { finishGeneration } from './finish.js';
+import { generationStart, type GenerationStartEvent } from './events.js';
 import { GenerationDraft } from './generation-draft.js';
 import type { GenerationInput } from './generation-input.js';
 import { planAttempts } from './plan.js';
@@ -35,6 +36,7 @@ export async function serveGeneration(rt: GatewayRuntime, ingress: IngressAdapte
   draft.tags = op?.tags ?? [];
   draft.session = op?.session ?? null;
   draft.retention = op?.retention ?? key.settings.retention ?? rt.config.retention;
+  if (generationStart.hasSubscribers) generationStart.publish({ draft, chat: input.chat } satisfies GenerationStartEvent);
   let credit: CreditLimit | undefined;
   try {
     credit = await admit(rt, key, input.chat, draft);

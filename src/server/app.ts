@@ -28,6 +28,8 @@ import { sql } from 'kysely';
 import { GatewayMetrics } from '../pipeline/metrics.js';
 import { startRetentionPurge } from '../store/retention-purge.js';
 import { sendError } from './send-error.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
+import { subscribeGenAiPrometheus } from '../telemetry/prometheus-genai.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -50,6 +52,8 @@ export interface GatewayOptions {
   purgeIntervalMs?: number;
   /** `OP_REDIS_URL`: share key limits across replicas through Redis. */
   redisUrl?: string | undefined;
+  /** A running OpenTelemetry export (see startTelemetry): shut down with the gateway. */
+  telemetry?: Telemetry | undefined;
 }
 
 function healthSettings(config: Readonly<GatewayConfig>): HealthSettings {
@@ -140,6 +144,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     },
   };
   const rt = () => runtime;
+  const stopGenAiMetrics = subscribeGenAiPrometheus(runtime.metrics);
   const keys = new KeyResolver(db, options.adminKey);
 
   // JSON only: any other content type (text/plain included) is a 415.
@@ -184,6 +189,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   app.get('/health', { config: { access: 'public' } }, async () => ({ status: 'ok' }));
   app.get('/metrics', { config: { access: 'metrics' } }, async (_req, reply) => {
     reply.type(runtime.metrics.registry.contentType);
+    runtime.metrics.droppedSpans.set(options.telemetry?.droppedSpans() ?? 0);
     return runtime.metrics.registry.metrics();
   });
   app.get('/ready', { config: { access: 'public' } }, async (_req, reply) => {
@@ -220,6 +226,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
       await runtime.writer.flush();
       await runtime.pools.close();
       await runtime.limits.close();
+      stopGenAiMetrics();
+      await options.telemetry?.shutdown();
     },
   };
 }
