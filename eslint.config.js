@@ -9,7 +9,7 @@ const LAYERS = [
   ['telemetry'],
   ['pipeline'],
   ['ingress'],
-  ['routing', 'limits', 'store', 'relay'],
+  ['routing', 'limits', 'store', 'relay', 'cache'],
   ['providers'],
   ['accounting'],
   ['core'],

@@ -6,6 +6,7 @@ import type { UpstreamPools } from '../relay/upstream-client.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { HealthRegistry } from '../routing/endpoint-health.js';
 import type { LimitStore } from '../limits/limit-store.js';
+import type { ResponseCacheStore } from '../cache/response-cache-store.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { GenerationWriter } from '../store/generation-writer.js';
 
@@ -25,6 +26,8 @@ export interface GatewayRuntime {
   /** Key credit and rate-limit state (in-process, or Redis). */
   limits: LimitStore;
   metrics: GatewayMetrics;
+  /** The exact response cache (Redis, or the embedded database). */
+  cache: ResponseCacheStore;
   /** Aborted when the drain time of a shutdown runs out: streams still open end with an error chunk. */
   shutdown: AbortController;
   /** A key's settled spend since `periodStart` from the database (picodollars). */

@@ -12,6 +12,7 @@ import { generationStart, type GenerationStartEvent } from './events.js';
 import { GenerationDraft } from './generation-draft.js';
 import type { GenerationInput } from './generation-input.js';
 import { planAttempts } from './plan.js';
+import { planCache, serveFromCache, storeInCache, type CachePlan } from './response-cache.js';
 import type { GatewayRuntime } from './runtime.js';
 
 /**
@@ -20,7 +21,7 @@ import type { GatewayRuntime } from './runtime.js';
  * response) → finish and record. Below the route it knows no HTTP framework: it answers through a
  * {@link ClientSink}. Exactly one generation record per request, whatever happens.
  */
-export async function serveGeneration(rt: GatewayRuntime, ingress: IngressAdapter, body: unknown, key: ApiKey, requestId: string, sink: ClientSink): Promise<void> {
+export async function serveGeneration(rt: GatewayRuntime, ingress: IngressAdapter, body: unknown, key: ApiKey, requestId: string, sink: ClientSink, cacheHeader?: string): Promise<void> {
   const model = peek(body, 'model');
   const draft = new GenerationDraft(newGenerationId(), requestId, key.isAdmin ? null : key.id, ingress.api, peek(body, 'stream') === true, typeof model === 'string' ? model.slice(0, 200) : '');
   let input: GenerationInput;
@@ -44,7 +45,24 @@ export async function serveGeneration(rt: GatewayRuntime, ingress: IngressAdapte
     refuse(rt, draft, ingress, sink, thrown);
     return;
   }
+  const cache = planCache(rt, input, draft, key, cacheHeader, body);
+  if (cache && (await serveCached(rt, input, draft, sink, cache))) return;
   await runGeneration(rt, input, draft, sink, credit);
+  if (cache) storeInCache(rt, draft, cache);
+}
+
+/** Answer a request from the response cache when it holds it; record it as a generation (cost 0, counted for rate limits). */
+async function serveCached(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, sink: ClientSink, cache: CachePlan): Promise<boolean> {
+  try {
+    if (!(await serveFromCache(rt, input, draft, sink, cache))) return false;
+  } catch (thrown) {
+    rt.log.error({ err: thrown, reqId: draft.requestId }, 'could not answer from the response cache');
+    draft.status = 'error';
+    draft.errorCode = 'internal_error';
+  }
+  if (draft.keyId && draft.usage) void rt.limits.addTokens(draft.keyId, (draft.usage.promptTokens ?? 0) + (draft.usage.completionTokens ?? 0), Date.now()).catch(() => {});
+  finishGeneration(rt, draft);
+  return true;
 }
 
 function peek(body: unknown, field: string): unknown {

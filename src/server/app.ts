@@ -24,6 +24,9 @@ import { registerKeyRoutes } from './routes/keys.js';
 import { registerDashboard } from './routes/dashboard.js';
 import { MemoryLimitStore } from '../limits/memory-limit-store.js';
 import { RedisLimitStore } from '../limits/redis-limit-store.js';
+import { Redis } from 'ioredis';
+import { DatabaseResponseCacheStore } from '../cache/database-response-cache-store.js';
+import { RedisResponseCacheStore } from '../cache/redis-response-cache-store.js';
 import { sql } from 'kysely';
 import { GatewayMetrics } from '../pipeline/metrics.js';
 import { startRetentionPurge } from '../store/retention-purge.js';
@@ -120,6 +123,9 @@ export function buildGateway(options: GatewayOptions): Gateway {
       sendError(reply, new GatewayError('invalid_request', `bad request: ${err.message}`), String(req.id ?? newRequestId()));
     },
   });
+  const cacheBounds = { maxEntryBytes: config.cache.max_entry_bytes, maxTotalBytes: config.cache.max_total_bytes };
+  // TODO(merge): take the one shared Redis connection once src/limits owns it.
+  const cacheRedis = options.redisUrl ? new Redis(options.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000 }) : undefined;
   const runtime: GatewayRuntime = {
     config,
     catalog: buildCatalog(config),
@@ -132,6 +138,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     inFlight: 0,
     limits: options.redisUrl ? new RedisLimitStore(options.redisUrl) : new MemoryLimitStore(),
     metrics: new GatewayMetrics(),
+    cache: cacheRedis ? new RedisResponseCacheStore(cacheRedis, cacheBounds) : new DatabaseResponseCacheStore(db, cacheBounds),
     shutdown: new AbortController(),
     async loadSpent(keyId, periodStart) {
       const row = await db
@@ -227,6 +234,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
       await runtime.pools.close();
       await runtime.limits.close();
       stopGenAiMetrics();
+      await runtime.cache.close();
+      cacheRedis?.disconnect();
       await options.telemetry?.shutdown();
     },
   };

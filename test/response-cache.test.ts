@@ -1,0 +1,151 @@
+/** The exact response cache (issue 13): opt-in, per-key scope, streamed replay, what is never cached. */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startUpstream, type Upstream } from './helpers/replay-upstream.js';
+import { oneModelConfig, startGateway, type TestGateway } from './helpers/gateway.js';
+import { cacheKey, cacheScope, cacheTtlSeconds, canonicalJson } from '../src/cache/cache-key.js';
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+const answer = (content: string) => ({
+  json: { id: 'x', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }], usage: { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 } },
+});
+
+describe('exact response cache', () => {
+  let up: Upstream;
+  let gw: TestGateway;
+  let keyA: string;
+  let keyB: string;
+  let n = 0;
+  /** A body no other test uses. */
+  const fresh = (extra: Json = {}) => ({ model: 'test/model', messages: [{ role: 'user', content: `question ${++n}` }], ...extra });
+
+  before(async () => {
+    up = await startUpstream();
+    gw = await startGateway(oneModelConfig(up.url, { root: { retention: 30 }, model: {} }));
+    keyA = (await gw.createKey('a')).secret;
+    keyB = (await gw.createKey('b')).secret;
+  });
+  after(async () => {
+    await gw.close();
+    await up.close();
+  });
+
+  const post = (key: string, body: Json, headers: Record<string, string> = {}) =>
+    fetch(`${gw.baseURL}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const record = async (id: string) => {
+    await gw.flush();
+    return gw.store.db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+  };
+
+  test('op.cache: a miss goes upstream and is stored; the same request is a hit, recorded with cache_hit and cost 0', async () => {
+    const body = fresh({ op: { cache: true } });
+    up.enqueue(answer('cached words'));
+    const first = await post(keyA, body);
+    assert.equal(first.headers.get('x-op-cache'), 'MISS');
+    const firstJson = await first.json() as Json;
+    assert.equal(firstJson.choices[0].message.content, 'cached words');
+    const calls = up.requests.length;
+    await new Promise((r) => setTimeout(r, 50));
+    const second = await post(keyA, body);
+    assert.equal(second.headers.get('x-op-cache'), 'HIT');
+    const json = await second.json() as Json;
+    assert.equal(up.requests.length, calls, 'no upstream call for a hit');
+    assert.equal(json.choices[0].message.content, 'cached words');
+    assert.equal(json.choices[0].finish_reason, 'stop');
+    assert.equal(json.usage.completion_tokens, 2);
+    assert.notEqual(json.id, firstJson.id);
+    const rec = await record(json.id);
+    assert.equal(JSON.parse(rec.detail).cache_hit, true);
+    assert.equal(BigInt(rec.cost_pico), 0n);
+    assert.equal(rec.status, 'success');
+    assert.equal(rec.served_model, 'test/model');
+    assert.notEqual(BigInt((await record(firstJson.id)).cost_pico), 0n);
+  });
+
+  test('a streamed request replays the cached answer as a stream', async () => {
+    const body = fresh();
+    up.enqueue(answer('replayed as a stream'));
+    await (await post(keyA, body, { 'x-op-cache': 'true' })).text();
+    await new Promise((r) => setTimeout(r, 50));
+    const calls = up.requests.length;
+    const res = await post(keyA, { ...body, stream: true }, { 'x-op-cache': 'true' });
+    assert.equal(res.headers.get('x-op-cache'), 'HIT');
+    assert.match(res.headers.get('content-type') ?? '', /text\/event-stream/);
+    const text = await res.text();
+    assert.equal(up.requests.length, calls);
+    const events = text.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
+    assert.equal(events.at(-1), '[DONE]');
+    const chunks = events.slice(0, -1).map((e) => JSON.parse(e) as Json);
+    assert.equal(chunks.map((c) => c.choices?.[0]?.delta?.content ?? '').join(''), 'replayed as a stream');
+    assert.equal(chunks.find((c) => c.choices?.[0]?.finish_reason)?.choices[0].finish_reason, 'stop');
+    assert.equal(chunks.at(-1)!.usage.completion_tokens, 2);
+  });
+
+  test('two keys: a key never sees another key\'s cached answer', async () => {
+    const body = fresh({ op: { cache: true } });
+    up.enqueue(answer('for key a'));
+    await (await post(keyA, body)).text();
+    await new Promise((r) => setTimeout(r, 50));
+    up.enqueue(answer('for key b'));
+    const res = await post(keyB, body);
+    assert.equal(res.headers.get('x-op-cache'), 'MISS');
+    assert.equal(((await res.json()) as Json).choices[0].message.content, 'for key b');
+  });
+
+  test('without asking, nothing is cached and no header is sent', async () => {
+    const body = fresh();
+    up.enqueue(answer('one'), answer('two'));
+    const first = await post(keyA, body);
+    assert.equal(first.headers.get('x-op-cache'), null);
+    await first.text();
+    const second = await post(keyA, body);
+    assert.equal(((await second.json()) as Json).choices[0].message.content, 'two');
+  });
+
+  test('retention none is never cached', async () => {
+    const body = fresh({ op: { cache: true, retention: 'none' } });
+    up.enqueue(answer('secret one'), answer('secret two'));
+    await (await post(keyA, body)).text();
+    await new Promise((r) => setTimeout(r, 50));
+    const res = await post(keyA, body);
+    assert.equal(res.headers.get('x-op-cache'), null);
+    assert.equal(((await res.json()) as Json).choices[0].message.content, 'secret two');
+  });
+
+  test('errors and partial streams are never cached', async () => {
+    const body = fresh({ op: { cache: true } });
+    up.enqueue({ status: 400, json: { error: { message: 'bad' } } });
+    assert.equal((await post(keyA, body)).status, 400);
+    up.enqueue(answer('after the error'));
+    const res = await post(keyA, body);
+    assert.equal(res.headers.get('x-op-cache'), 'MISS');
+    assert.equal(((await res.json()) as Json).choices[0].message.content, 'after the error');
+
+    const streamed = fresh({ op: { cache: true }, stream: true });
+    up.enqueue({ sse: [JSON.stringify({ choices: [{ index: 0, delta: { content: 'cut ' }, finish_reason: null }] })], destroyAfterBytes: 80 });
+    await (await post(keyA, streamed)).text();
+    await new Promise((r) => setTimeout(r, 50));
+    up.enqueue({ sse: [JSON.stringify({ choices: [{ index: 0, delta: { content: 'whole' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } })] });
+    const again = await post(keyA, streamed);
+    assert.equal(again.headers.get('x-op-cache'), 'MISS');
+    assert.match(await again.text(), /whole/);
+  });
+
+  test('cache key, scope and TTL rules', () => {
+    assert.equal(canonicalJson({ b: 1, a: { d: [2, { f: 1, e: 2 }], c: null } }), '{"a":{"c":null,"d":[2,{"e":2,"f":1}]},"b":1}');
+    const body = { model: 'm', messages: [{ role: 'user', content: 'x' }] };
+    assert.equal(cacheKey('key:1', 'chat', { ...body, stream: true, op: { cache: true } }), cacheKey('key:1', 'chat', { messages: body.messages, model: 'm' }));
+    assert.notEqual(cacheKey('key:1', 'chat', body), cacheKey('key:2', 'chat', body));
+    assert.notEqual(cacheKey('key:1', 'chat', body), cacheKey('key:1', 'completions', body));
+    assert.notEqual(cacheKey('key:1', 'chat', body), cacheKey('key:1', 'chat', { ...body, provider: { order: ['x'] } }));
+    assert.equal(cacheScope('k1', [['k1', 'k2']]), cacheScope('k2', [['k1', 'k2']]));
+    assert.equal(cacheScope('k3', [['k1', 'k2']]), 'key:k3');
+    assert.equal(cacheTtlSeconds({ request: true, requestTtl: 10, key: null, model: undefined }, false, 300, 3600), 10);
+    assert.equal(cacheTtlSeconds({ request: true, requestTtl: 99999, key: null, model: undefined }, false, 300, 3600), 3600);
+    assert.equal(cacheTtlSeconds({ request: undefined, requestTtl: undefined, key: 60, model: undefined }, false, 300, 3600), 60);
+    assert.equal(cacheTtlSeconds({ request: undefined, requestTtl: undefined, key: null, model: true }, false, 300, 3600), 300);
+    assert.equal(cacheTtlSeconds({ request: false, requestTtl: undefined, key: true, model: true }, false, 300, 3600), undefined);
+    assert.equal(cacheTtlSeconds({ request: true, requestTtl: undefined, key: null, model: undefined }, true, 300, 3600), undefined);
+  });
+});
