@@ -3,7 +3,13 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startUpstream, type Upstream } from './helpers/replay-upstream.js';
 import { oneModelConfig, startGateway, type TestGateway } from './helpers/gateway.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { cacheKey, cacheScope, cacheTtlSeconds, canonicalJson } from '../src/cache/cache-key.js';
+import { DatabaseResponseCacheStore } from '../src/cache/database-response-cache-store.js';
+import { openDatabase } from '../src/store/database.js';
+import { migrate } from '../src/store/migrations.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -148,4 +154,130 @@ describe('exact response cache', () => {
     assert.equal(cacheTtlSeconds({ request: false, requestTtl: undefined, key: true, model: true }, false, 300, 3600), undefined);
     assert.equal(cacheTtlSeconds({ request: true, requestTtl: undefined, key: null, model: undefined }, true, 300, 3600), undefined);
   });
+});
+
+describe('response cache settings: per key (admin API), per model, shared scopes, rate limits, Redis', () => {
+  let up: Upstream;
+  let gw: TestGateway;
+  const admin = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${gw.baseURL}${path}`, { method, headers: { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    return { status: res.status, body: await res.json() as Json };
+  };
+  const post = (key: string, body: Json) =>
+    fetch(`${gw.baseURL}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  let shared1 = '';
+  let shared2 = '';
+
+  before(async () => {
+    up = await startUpstream();
+    const base = oneModelConfig(up.url, { root: { retention: 30 } });
+    const config = {
+      ...base,
+      models: [...base.models, { ...base.models[0]!, id: 'test/cached', cache: 120 }],
+    };
+    gw = await startGateway({ ...config, cache: { shared_scopes: [['placeholder-1', 'placeholder-2']] } }, { redisUrl: process.env.OP_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379' });
+    const a = await gw.createKey('s1');
+    const b = await gw.createKey('s2');
+    shared1 = a.secret;
+    shared2 = b.secret;
+    // Key ids exist only once created: put the two keys in one shared scope by a config reload.
+    const { parseConfig } = await import('../src/config/load.js');
+    gw.gateway.reload({ config: parseConfig({ ...config, routing: { circuit_breaker: { failure_threshold: 1000 }, retry_after_cap_ms: 0, recent_failure_ms: 0 }, cache: { shared_scopes: [[a.id, b.id]] } }, 'test'), source: 'test' });
+  });
+  after(async () => {
+    await gw.close();
+    await up.close();
+  });
+
+  const unique = () => `q ${Date.now()} ${Math.random()}`;
+
+  test('a key with cache: true (admin API) caches without asking; the answers live in Redis', async () => {
+    const created = await admin('POST', '/keys', { name: 'cached-key', cache: 60 });
+    assert.equal(created.status, 201);
+    assert.equal(created.body.data.cache, 60);
+    const secret = created.body.key as string;
+    const body = { model: 'test/model', messages: [{ role: 'user', content: unique() }] };
+    up.enqueue(answer('key-level'));
+    const first = await post(secret, body);
+    assert.equal(first.headers.get('x-op-cache'), 'MISS');
+    await first.text();
+    await new Promise((r) => setTimeout(r, 50));
+    const second = await post(secret, body);
+    assert.equal(second.headers.get('x-op-cache'), 'HIT');
+    assert.equal(((await second.json()) as Json).choices[0].message.content, 'key-level');
+    const { Redis } = await import('ioredis');
+    const redis = new Redis(process.env.OP_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379');
+    try {
+      const entry = `op:cache:${cacheKey(cacheScope(created.body.data.id as string, []), 'chat', body)}`;
+      assert.match((await redis.get(entry)) ?? '', /key-level/);
+      const ttl = await redis.pttl(entry);
+      assert.ok(ttl > 50_000 && ttl <= 60_000, `the key's TTL (60 s), got ${ttl} ms`);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+  test('a model with cache in config caches every request to it', async () => {
+    const secret = (await gw.createKey('m')).secret;
+    const body = { model: 'test/cached', messages: [{ role: 'user', content: unique() }] };
+    up.enqueue(answer('model-level'));
+    await (await post(secret, body)).text();
+    await new Promise((r) => setTimeout(r, 50));
+    const res = await post(secret, body);
+    assert.equal(res.headers.get('x-op-cache'), 'HIT');
+    const other = { model: 'test/model', messages: body.messages };
+    up.enqueue(answer('not cached'));
+    assert.equal((await post(secret, other)).headers.get('x-op-cache'), null);
+  });
+
+  test('keys in one shared scope see each other\'s answers', async () => {
+    const body = { model: 'test/model', messages: [{ role: 'user', content: unique() }], op: { cache: true } };
+    up.enqueue(answer('shared answer'));
+    await (await post(shared1, body)).text();
+    await new Promise((r) => setTimeout(r, 50));
+    const res = await post(shared2, body);
+    assert.equal(res.headers.get('x-op-cache'), 'HIT');
+    assert.equal(((await res.json()) as Json).choices[0].message.content, 'shared answer');
+  });
+
+  test('hits count for rate limits', async () => {
+    const created = await admin('POST', '/keys', { name: 'rpm', rate_limit: { requests_per_minute: 2 } });
+    const secret = created.body.key as string;
+    const body = { model: 'test/model', messages: [{ role: 'user', content: unique() }], op: { cache: true } };
+    up.enqueue(answer('limited'));
+    assert.equal((await post(secret, body)).status, 200);
+    await new Promise((r) => setTimeout(r, 50));
+    const hit = await post(secret, body);
+    assert.equal(hit.headers.get('x-op-cache'), 'HIT');
+    const third = await post(secret, body);
+    assert.equal(third.status, 429);
+  });
+});
+
+test('database store: TTL, entry size bound, total size bound (oldest evicted first)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'op-cache-'));
+  const store = openDatabase(`sqlite:${join(dir, 'cache.db')}`);
+  try {
+    await migrate(store.db);
+    let now = 1_000_000;
+    const cache = new DatabaseResponseCacheStore(store.db, { maxEntryBytes: 2000, maxTotalBytes: 4000 }, () => now);
+    await cache.set('a', 'x'.repeat(1000), 10_000);
+    assert.equal(await cache.get('a'), 'x'.repeat(1000));
+    now += 10_000;
+    assert.equal(await cache.get('a'), null, 'expired at its TTL');
+    await cache.set('big', 'y'.repeat(2001), 10_000);
+    assert.equal(await cache.get('big'), null, 'larger than max_entry_bytes: not stored');
+    for (const k of ['k1', 'k2', 'k3', 'k4']) {
+      now += 1;
+      await cache.set(k, 'z'.repeat(1500), 60_000);
+    }
+    assert.equal(await cache.get('k1'), null, 'oldest evicted');
+    assert.equal(await cache.get('k2'), null);
+    assert.equal(await cache.get('k4'), 'z'.repeat(1500));
+    const total = await store.db.selectFrom('response_cache').select((eb) => eb.fn.sum<number>('size_bytes').as('t')).executeTakeFirstOrThrow();
+    assert.ok(Number(total.t) <= 4000, `total ${total.t} within the bound`);
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
