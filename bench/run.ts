@@ -12,7 +12,11 @@
  *
  * Settings can be overridden by environment variables (seconds / counts):
  *   BENCH_LATENCY_S (5), BENCH_SATURATION_S (8), BENCH_WARMUP_S (1), BENCH_CONNECTIONS (64),
- *   BENCH_ONLY (comma-separated scenario ids).
+ *   BENCH_ONLY (comma-separated scenario ids), BENCH_TRACING (0 skips the tracing comparison).
+ *
+ * Tracing on vs off: after the scenarios, a second gateway with OTEL_EXPORTER_OTLP_ENDPOINT set
+ * (exporting to an OTLP/HTTP sink in this process) serves the `chat` and `chat-stream` scenarios
+ * again, and the report compares it with the first gateway (no OTEL_* variable: SDK not loaded).
  * For comparisons and profiling: BENCH_CLI (another built cli.js to run as the gateway) and
  * BENCH_GATEWAY_NODE_ARGS (extra node flags for the gateway only, e.g.
  * "--cpu-prof --cpu-prof-dir=/tmp/prof").
@@ -256,7 +260,7 @@ function gatewayConfig(upstream: Upstream, scenarios: Scenario[]): unknown {
 }
 
 /** Start the built gateway on a free port with a temp config and SQLite file; wait for /health. */
-async function startGateway(dir: string, upstream: Upstream, scenarios: Scenario[]): Promise<GatewayProcess> {
+async function startGateway(dir: string, upstream: Upstream, scenarios: Scenario[], extraEnv: Record<string, string> = {}): Promise<GatewayProcess> {
   const configFile = join(dir, 'opinference.yaml');
   writeFileSync(configFile, toYaml(gatewayConfig(upstream, scenarios)));
   const dbFile = join(dir, 'bench.db');
@@ -276,6 +280,7 @@ async function startGateway(dir: string, upstream: Upstream, scenarios: Scenario
         OP_ADMIN_KEY: ADMIN_KEY,
         OP_LOG_LEVEL: 'warn',
         NODE_ENV: 'production',
+        ...extraEnv,
       },
     }),
   );
@@ -596,6 +601,62 @@ function report(results: ScenarioResult[], info: RunInfo): string {
   return out.join('\n');
 }
 
+/** An OTLP/HTTP sink: answers every export with 200 and counts the spans it was sent. */
+async function startOtlpSink(): Promise<{ origin: string; spans: () => number; close: () => Promise<void> }> {
+  const { createServer: createHttpServer } = await import('node:http');
+  let spans = 0;
+  const server = createHttpServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.url === '/v1/traces') {
+        try {
+          const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { resourceSpans?: { scopeSpans?: { spans?: unknown[] }[] }[] };
+          for (const rs of body.resourceSpans ?? []) for (const ss of rs.scopeSpans ?? []) spans += ss.spans?.length ?? 0;
+        } catch {
+          // not JSON: not counted
+        }
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{}');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, HOST, r));
+  const { port } = server.address() as AddressInfo;
+  return { origin: `http://${HOST}:${port}`, spans: () => spans, close: () => new Promise((r) => server.close(() => r())) };
+}
+
+/** Scenarios of the tracing comparison. */
+const TRACING_SCENARIOS = ['chat', 'chat-stream'];
+
+interface TracingResult {
+  scenario: Scenario;
+  off: TargetResult;
+  on: TargetResult;
+}
+
+function tracingReport(results: TracingResult[], spans: number): string {
+  const out: string[] = ['## Tracing on vs off', ''];
+  out.push(
+    'Off: the gateway above, no `OTEL_*` variable (the OpenTelemetry SDK is not loaded; the gateway events have no subscriber). ' +
+      'On: a second gateway with `OTEL_EXPORTER_OTLP_ENDPOINT` set, exporting every span (sampler always on) and the GenAI metrics over OTLP/HTTP JSON to a sink in the bench process.',
+    '',
+  );
+  out.push('| scenario | off p50 / p99 (ms) | on p50 / p99 (ms) | added by tracing p50 / p99 (ms) | off rps | on rps | on / off | on: gateway CPU µs per request (off) |');
+  out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  for (const r of results) {
+    const a = latencyPair(r.off.latency);
+    const b = latencyPair(r.on.latency);
+    const cpu = (t: TargetResult) => (t.saturation.cpu?.gateway !== undefined && t.saturation.rps > 0 ? fmtInt((t.saturation.cpu.gateway * 1e6) / t.saturation.rps) : 'n/a');
+    out.push(
+      `| ${r.scenario.name} | ${fmtMs(a.p50)} / ${fmtMs(a.p99)} | ${fmtMs(b.p50)} / ${fmtMs(b.p99)} | ${fmtSigned(b.p50 - a.p50)} / ${fmtSigned(b.p99 - a.p99)} | ` +
+        `${fmtInt(r.off.saturation.rps)} | ${fmtInt(r.on.saturation.rps)} | ${((r.on.saturation.rps / r.off.saturation.rps) * 100).toFixed(0)}% | ${cpu(r.on)} (${cpu(r.off)}) |`,
+    );
+  }
+  out.push('', `Spans received by the sink: ${fmtInt(spans)}.`, '');
+  return out.join('\n');
+}
+
 function countRecords(dbFile: string): string {
   try {
     const db = new SQLite(dbFile, { readonly: true, fileMustExist: true });
@@ -647,10 +708,29 @@ async function main(): Promise<void> {
   await stopChild(gateway.child);
   const records = countRecords(gateway.dbFile);
   const logTail = tail(gateway.logFile, 5);
+
+  let tracingText = '';
+  const tracingScenarios = results.filter((r) => TRACING_SCENARIOS.includes(r.scenario.id));
+  if (process.env.BENCH_TRACING !== '0' && tracingScenarios.length > 0) {
+    const sink = await startOtlpSink();
+    const tracedDir = join(tempDir, 'traced');
+    mkdirSync(tracedDir);
+    const traced = await startGateway(tracedDir, upstream, scenarios, { OTEL_EXPORTER_OTLP_ENDPOINT: sink.origin, OTEL_SERVICE_NAME: 'opinference-bench', OTEL_TRACES_SAMPLER: 'always_on', OTEL_METRIC_EXPORT_INTERVAL: '5000' });
+    const tracedPids = { upstream: upstream.child.pid, gateway: traced.child.pid };
+    const tracing: TracingResult[] = [];
+    for (const r of tracingScenarios) {
+      const viaTraced = targets(r.scenario, upstream, traced)[1]!;
+      await sanityCheck(r.scenario, viaTraced);
+      tracing.push({ scenario: r.scenario, off: r.gateway, on: await measureTarget(r.scenario, { ...viaTraced }, tracedPids) });
+    }
+    await stopChild(traced.child);
+    tracingText = tracingReport(tracing, sink.spans());
+    await sink.close();
+  }
   await stopChild(upstream.child);
 
   const elapsed = (Date.now() - started.getTime()) / 1000;
-  const text = report(results, { started, elapsedS: elapsed, background, records, gatewayRssMiB });
+  const text = report(results, { started, elapsedS: elapsed, background, records, gatewayRssMiB }) + (tracingText ? `\n${tracingText}` : '');
   process.stdout.write(`\n${text}`);
   if (logTail && logTail !== '(no log)') process.stderr.write(`bench: last gateway log lines:\n${logTail}\n`);
   mkdirSync(RESULTS_DIR, { recursive: true });
