@@ -4,6 +4,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startUpstream, type Upstream } from './helpers/replay-upstream.js';
@@ -230,5 +231,24 @@ describe('OpenTelemetry export to a loopback OTLP receiver', () => {
     assert.match(prom, /gen_ai_server_time_per_output_token_seconds_count\{[^}]*\} 1/);
     assert.match(prom, /gen_ai_server_request_duration_seconds_count\{[^}]*error_type="no_endpoint_available"[^}]*\} 1/);
     assert.match(prom, /opinference_telemetry_spans_dropped 0/);
+  });
+
+  test('every metric the Grafana dashboard queries exists on /metrics', async () => {
+    const prom = await (await fetch(`${gw.origin}/metrics`)).text();
+    const types = new Set([...prom.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]));
+    const dashboard = JSON.parse(readFileSync(new URL('../examples/grafana-dashboard.json', import.meta.url), 'utf8')) as Json;
+    const exprs = (dashboard.panels as Json[]).flatMap((p) => (p.targets as Json[]).map((t) => t.expr as string));
+    assert.ok(exprs.length >= 10);
+    let checked = 0;
+    for (const expr of exprs) {
+      // Metric names only: label matchers and `by (…)` lists name labels.
+      const metricsOnly = expr.replace(/\{[^}]*\}/g, '').replace(/by \([^)]*\)/g, '');
+      for (const [name] of metricsOnly.matchAll(/\b(?:opinference|gen_ai)_[a-z0-9_]+/g)) {
+        const base = name.replace(/_(bucket|sum|count)$/, '');
+        assert.ok(types.has(base), `${name} (in "${expr}") is not a metric of /metrics`);
+        checked++;
+      }
+    }
+    assert.ok(checked >= exprs.length);
   });
 });

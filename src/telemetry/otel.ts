@@ -58,7 +58,8 @@ class BoundedSpanProcessor implements SpanProcessor {
       shutdown: () => exporter.shutdown(),
       forceFlush: () => exporter.forceFlush?.() ?? Promise.resolve(),
     };
-    this.inner = new BatchSpanProcessor(counting, { maxQueueSize: maxQueue, maxExportBatchSize: Math.min(512, maxQueue), scheduledDelayMillis: 1000 });
+    // Delay and export timeout stay the SDK's (OTEL_BSP_SCHEDULE_DELAY, OTEL_BSP_EXPORT_TIMEOUT).
+    this.inner = new BatchSpanProcessor(counting, { maxQueueSize: maxQueue, maxExportBatchSize: Math.min(512, maxQueue) });
   }
 
   onStart(): void {}
