@@ -4,7 +4,10 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { hasSubscribers } from 'node:diagnostics_channel';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startUpstream, type Upstream } from './helpers/replay-upstream.js';
@@ -80,6 +83,33 @@ const streamed = {
     JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } }),
   ],
 };
+
+test('off without an endpoint: the SDK is imported by one module, only dynamically, and no channel has a subscriber', async () => {
+  assert.equal(await startTelemetry({}, { capture_content: false, max_queue_size: 10 }), undefined);
+  for (const name of ['opinference:generation:start', 'opinference:attempt:start', 'opinference:attempt:end', 'tracing:fastify.request.handler:start', 'undici:request:headers']) {
+    assert.equal(hasSubscribers(name), false, name);
+  }
+  const importers: string[] = [];
+  const otelUsers: string[] = [];
+  const srcDir = fileURLToPath(new URL('../src', import.meta.url));
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const file = join(dir, entry.name);
+      if (entry.isDirectory()) walk(file);
+      else if (file.endsWith('.ts')) {
+        const text = readFileSync(file, 'utf8');
+        if (/from '@opentelemetry\//.test(text)) importers.push(relative(srcDir, file));
+        if (/otel\.js'/.test(text)) otelUsers.push(relative(srcDir, file));
+      }
+    }
+  };
+  walk(srcDir);
+  assert.deepEqual(importers, [join('telemetry', 'otel.ts')]);
+  assert.deepEqual(otelUsers, [join('telemetry', 'telemetry.ts')]);
+  const entry = readFileSync(join(srcDir, 'telemetry', 'telemetry.ts'), 'utf8');
+  assert.equal(entry.match(/otel\.js'/g)!.length, 1);
+  assert.match(entry, /await import\('\.\/otel\.js'\)/);
+});
 
 describe('OpenTelemetry export to a loopback OTLP receiver', () => {
   const receiver = new OtlpReceiver();

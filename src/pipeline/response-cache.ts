@@ -56,6 +56,8 @@ export function planCache(rt: GatewayRuntime, input: GenerationInput, draft: Gen
  * cannot be read is a miss (logged), never a failed request.
  */
 export async function serveFromCache(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, sink: ClientSink, plan: CachePlan): Promise<boolean> {
+  const ingress = input.ingress;
+  if (ingress.output !== 'generation') return false;
   let value: string | null = null;
   try {
     value = await rt.cache.get(plan.key);
@@ -77,8 +79,6 @@ export async function serveFromCache(rt: GatewayRuntime, input: GenerationInput,
   draft.finishReason = result.finishReason;
   draft.nativeFinishReason = result.nativeFinishReason;
   draft.content = { request: input.ingress.recordedRequest(input.request), output: { content: result.content, reasoning: result.reasoning ?? undefined, tool_calls: result.toolCalls.length ? result.toolCalls : undefined } };
-  const ingress = input.ingress;
-  if (ingress.output !== 'generation') return false;
   const identity = identityFor(draft, cached.servedModel ?? input.chat.model);
   const usage = result.usage ?? { promptTokens: 0, completionTokens: 0, cachedTokens: null, cacheWriteTokens: null, reasoningTokens: null, source: 'estimated' as const };
   draft.markFirstToken();

@@ -30,7 +30,7 @@ interface RequestTrace {
   context: Context;
   /** Attempt spans by attempt index. */
   attempts: Map<number, Span>;
-  /** Request and output text for the span, when capture is on and retention allows. */
+  /** The server span has ended (Fastify's end and asyncEnd may both come). */
   ended: boolean;
 }
 
@@ -128,7 +128,10 @@ function subscribeTraces(tracer: Tracer, config: TelemetryConfig, on: (name: str
     const status = reply.statusCode;
     t.span.setAttribute('http.response.status_code', status);
     if (status >= 500) t.span.setStatus({ code: SpanStatusCode.ERROR });
-    for (const s of t.attempts.values()) s.end();
+    for (const s of t.attempts.values()) {
+      bySpanId.delete(s.spanContext().spanId);
+      s.end();
+    }
     t.span.end();
   };
   on('tracing:fastify.request.handler:start', (store: FastifyStore) => {
