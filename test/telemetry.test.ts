@@ -201,6 +201,7 @@ describe('OpenTelemetry export to a loopback OTLP receiver', () => {
     assert.equal(first!['gen_ai.provider.name'], 'alpha');
     assert.equal(first!['gen_ai.request.model'], 'alpha-model');
     assert.equal(first!['op.attempt.reason'], 'provider.order');
+    assert.equal(first!['server.address'], '127.0.0.1');
     assert.equal(first!['error.type'], 'upstream_error');
     assert.equal(first!['http.response.status_code'], 500);
     assert.equal(attempts[0]!.status.code, STATUS_ERROR);

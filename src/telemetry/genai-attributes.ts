@@ -67,19 +67,28 @@ export function resultAttributes(draft: GenerationDraft): Attributes {
   };
 }
 
+const addresses = new WeakMap<ResolvedEndpoint['provider'], string | undefined>();
+
+/** The host of a provider's `base_url` (parsed once per provider config). */
+function serverAddress(provider: ResolvedEndpoint['provider']): string | undefined {
+  if (addresses.has(provider)) return addresses.get(provider);
+  let host: string | undefined;
+  try {
+    host = new URL(provider.base_url ?? '').hostname || undefined;
+  } catch {
+    host = undefined;
+  }
+  addresses.set(provider, host);
+  return host;
+}
+
 /** An upstream attempt's span attributes at its start. */
 export function attemptStartAttributes(draft: GenerationDraft, target: ResolvedEndpoint, index: number, reason: string): Attributes {
-  let address: string | undefined;
-  try {
-    address = new URL(target.provider.base_url ?? '').hostname || undefined;
-  } catch {
-    address = undefined;
-  }
   return {
     'gen_ai.operation.name': operationName(draft.api),
     'gen_ai.provider.name': target.provider.id,
     'gen_ai.request.model': target.endpoint.upstream_model,
-    'server.address': address,
+    'server.address': serverAddress(target.provider),
     'op.endpoint': target.id,
     'op.model': target.model.id,
     'op.attempt.index': index,
