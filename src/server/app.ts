@@ -126,6 +126,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
   const cacheBounds = { maxEntryBytes: config.cache.max_entry_bytes, maxTotalBytes: config.cache.max_total_bytes };
   // TODO(merge): take the one shared Redis connection once src/limits owns it.
   const cacheRedis = options.redisUrl ? new Redis(options.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000 }) : undefined;
+  // Unreachable Redis: lookups fail fast and count as misses (logged per request at warn).
+  cacheRedis?.on('error', (err: Error) => app.log.debug({ err: err.message }, 'response cache: Redis connection error'));
   const runtime: GatewayRuntime = {
     config,
     catalog: buildCatalog(config),
