@@ -13,6 +13,18 @@ import { migrate } from '../src/store/migrations.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Wait until the gateway's cache store holds the answer of `body` for `keyId` (stores happen after the response). */
+async function untilStored(gw: TestGateway, keyId: string, body: Json, scopes: string[][] = []): Promise<void> {
+  const entry = cacheKey(cacheScope(keyId, scopes), 'chat', body);
+  for (let i = 0; i < 250; i++) {
+    if ((await gw.gateway.runtime().cache.get(entry)) !== null) return;
+    await sleep(20);
+  }
+  throw new Error('the answer was not stored within 5 s');
+}
+
 const answer = (content: string) => ({
   json: { id: 'x', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }], usage: { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 } },
 });
@@ -22,6 +34,7 @@ describe('exact response cache', () => {
   let gw: TestGateway;
   let keyA: string;
   let keyB: string;
+  let keyAId: string;
   let n = 0;
   /** A body no other test uses. */
   const fresh = (extra: Json = {}) => ({ model: 'test/model', messages: [{ role: 'user', content: `question ${++n}` }], ...extra });
@@ -29,7 +42,9 @@ describe('exact response cache', () => {
   before(async () => {
     up = await startUpstream();
     gw = await startGateway(oneModelConfig(up.url, { root: { retention: 30 }, model: {} }));
-    keyA = (await gw.createKey('a')).secret;
+    const a = await gw.createKey('a');
+    keyA = a.secret;
+    keyAId = a.id;
     keyB = (await gw.createKey('b')).secret;
   });
   after(async () => {
@@ -52,7 +67,7 @@ describe('exact response cache', () => {
     const firstJson = await first.json() as Json;
     assert.equal(firstJson.choices[0].message.content, 'cached words');
     const calls = up.requests.length;
-    await new Promise((r) => setTimeout(r, 50));
+    await untilStored(gw, keyAId, body);
     const second = await post(keyA, body);
     assert.equal(second.headers.get('x-op-cache'), 'HIT');
     const json = await second.json() as Json;
@@ -78,7 +93,7 @@ describe('exact response cache', () => {
     const body = fresh();
     up.enqueue(answer('replayed as a stream'));
     await (await post(keyA, body, { 'x-op-cache': 'true' })).text();
-    await new Promise((r) => setTimeout(r, 50));
+    await untilStored(gw, keyAId, body);
     const calls = up.requests.length;
     const res = await post(keyA, { ...body, stream: true }, { 'x-op-cache': 'true' });
     assert.equal(res.headers.get('x-op-cache'), 'HIT');
@@ -97,7 +112,7 @@ describe('exact response cache', () => {
     const body = fresh({ op: { cache: true } });
     up.enqueue(answer('for key a'));
     await (await post(keyA, body)).text();
-    await new Promise((r) => setTimeout(r, 50));
+    await untilStored(gw, keyAId, body);
     up.enqueue(answer('for key b'));
     const res = await post(keyB, body);
     assert.equal(res.headers.get('x-op-cache'), 'MISS');
@@ -118,7 +133,7 @@ describe('exact response cache', () => {
     const body = fresh({ op: { cache: true, retention: 'none' } });
     up.enqueue(answer('secret one'), answer('secret two'));
     await (await post(keyA, body)).text();
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(200);
     const res = await post(keyA, body);
     assert.equal(res.headers.get('x-op-cache'), null);
     assert.equal(((await res.json()) as Json).choices[0].message.content, 'secret two');
@@ -136,11 +151,27 @@ describe('exact response cache', () => {
     const streamed = fresh({ op: { cache: true }, stream: true });
     up.enqueue({ sse: [JSON.stringify({ choices: [{ index: 0, delta: { content: 'cut ' }, finish_reason: null }] })], destroyAfterBytes: 80 });
     await (await post(keyA, streamed)).text();
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(200);
     up.enqueue({ sse: [JSON.stringify({ choices: [{ index: 0, delta: { content: 'whole' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } })] });
     const again = await post(keyA, streamed);
     assert.equal(again.headers.get('x-op-cache'), 'MISS');
     assert.match(await again.text(), /whole/);
+  });
+
+  test('an unreadable entry is a miss: the upstream answers and the entry is replaced', async () => {
+    const created = await gw.createKey('corrupt');
+    const body = fresh({ op: { cache: true } });
+    const entry = cacheKey(cacheScope(created.id, []), 'chat', body);
+    await gw.store.db.insertInto('response_cache').values({ cache_key: entry, value: '{"v":1,"result":"not an object"', size_bytes: 10, created_at: Date.now(), expires_at: Date.now() + 60_000 }).execute();
+    up.enqueue(answer('fresh answer'));
+    const res = await post(created.secret, body);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('x-op-cache'), 'MISS');
+    assert.equal(((await res.json()) as Json).choices[0].message.content, 'fresh answer');
+    for (let i = 0; i < 250 && !((await gw.gateway.runtime().cache.get(entry)) ?? '').includes('fresh answer'); i++) await sleep(20);
+    const again = await post(created.secret, body);
+    assert.equal(again.headers.get('x-op-cache'), 'HIT');
+    assert.equal(((await again.json()) as Json).choices[0].message.content, 'fresh answer');
   });
 
   test('cache key, scope and TTL rules', () => {
@@ -172,6 +203,7 @@ describe('response cache settings: per key (admin API), per model, shared scopes
     fetch(`${gw.baseURL}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
   let shared1 = '';
   let shared2 = '';
+  let sharedIds: string[] = [];
 
   before(async () => {
     up = await startUpstream();
@@ -185,6 +217,7 @@ describe('response cache settings: per key (admin API), per model, shared scopes
     const b = await gw.createKey('s2');
     shared1 = a.secret;
     shared2 = b.secret;
+    sharedIds = [a.id, b.id];
     // Key ids exist only once created: put the two keys in one shared scope by a config reload.
     const { parseConfig } = await import('../src/config/load.js');
     gw.gateway.reload({ config: parseConfig({ ...config, routing: { circuit_breaker: { failure_threshold: 1000 }, retry_after_cap_ms: 0, recent_failure_ms: 0 }, cache: { shared_scopes: [[a.id, b.id]] } }, 'test'), source: 'test' });
@@ -206,7 +239,7 @@ describe('response cache settings: per key (admin API), per model, shared scopes
     const first = await post(secret, body);
     assert.equal(first.headers.get('x-op-cache'), 'MISS');
     await first.text();
-    await new Promise((r) => setTimeout(r, 50));
+    await untilStored(gw, created.body.data.id as string, body);
     const second = await post(secret, body);
     assert.equal(second.headers.get('x-op-cache'), 'HIT');
     assert.equal(((await second.json()) as Json).choices[0].message.content, 'key-level');
@@ -223,11 +256,12 @@ describe('response cache settings: per key (admin API), per model, shared scopes
   });
 
   test('a model with cache in config caches every request to it', async () => {
-    const secret = (await gw.createKey('m')).secret;
+    const modelKey = await gw.createKey('m');
+    const secret = modelKey.secret;
     const body = { model: 'test/cached', messages: [{ role: 'user', content: unique() }] };
     up.enqueue(answer('model-level'));
     await (await post(secret, body)).text();
-    await new Promise((r) => setTimeout(r, 50));
+    await untilStored(gw, modelKey.id, body);
     const res = await post(secret, body);
     assert.equal(res.headers.get('x-op-cache'), 'HIT');
     const other = { model: 'test/model', messages: body.messages };
@@ -239,7 +273,7 @@ describe('response cache settings: per key (admin API), per model, shared scopes
     const body = { model: 'test/model', messages: [{ role: 'user', content: unique() }], op: { cache: true } };
     up.enqueue(answer('shared answer'));
     await (await post(shared1, body)).text();
-    await new Promise((r) => setTimeout(r, 50));
+    await untilStored(gw, sharedIds[0]!, body, [sharedIds]);
     const res = await post(shared2, body);
     assert.equal(res.headers.get('x-op-cache'), 'HIT');
     assert.equal(((await res.json()) as Json).choices[0].message.content, 'shared answer');
@@ -251,7 +285,7 @@ describe('response cache settings: per key (admin API), per model, shared scopes
     const body = { model: 'test/model', messages: [{ role: 'user', content: unique() }], op: { cache: true } };
     up.enqueue(answer('limited'));
     assert.equal((await post(secret, body)).status, 200);
-    await new Promise((r) => setTimeout(r, 50));
+    await untilStored(gw, created.body.data.id as string, body);
     const hit = await post(secret, body);
     assert.equal(hit.headers.get('x-op-cache'), 'HIT');
     const third = await post(secret, body);

@@ -64,10 +64,11 @@ export async function serveFromCache(rt: GatewayRuntime, input: GenerationInput,
   } catch (err) {
     rt.log.warn({ err: (err as Error).message, reqId: draft.requestId }, 'response cache unreachable: answering upstream');
   }
-  draft.extraHeaders['x-op-cache'] = value ? 'HIT' : 'MISS';
-  rt.metrics.cacheLookups.inc({ result: value ? 'hit' : 'miss' });
-  if (!value) return false;
-  const cached = JSON.parse(value) as CachedAnswer;
+  const cached = value ? readEntry(value) : undefined;
+  if (value && !cached) rt.log.warn({ reqId: draft.requestId }, 'response cache: an unreadable entry; answering upstream');
+  draft.extraHeaders['x-op-cache'] = cached ? 'HIT' : 'MISS';
+  rt.metrics.cacheLookups.inc({ result: cached ? 'hit' : 'miss' });
+  if (!cached) return false;
   const { result } = cached;
   draft.cacheHit = true;
   draft.servedModel = cached.servedModel;
@@ -100,6 +101,18 @@ export async function serveFromCache(rt: GatewayRuntime, input: GenerationInput,
   await sink.write(text + encoder.finish(result.finishReason, usage, 0));
   sink.end(encoder.done());
   return true;
+}
+
+/** A stored entry, or undefined when it is not one this version wrote. */
+function readEntry(value: string): CachedAnswer | undefined {
+  try {
+    const entry = JSON.parse(value) as CachedAnswer;
+    const r = entry?.result;
+    if (entry?.v !== 1 || !r || typeof r !== 'object' || !Array.isArray(r.toolCalls) || typeof r.finishReason !== 'string') return undefined;
+    return entry;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -56,9 +56,13 @@ async function serveCached(rt: GatewayRuntime, input: GenerationInput, draft: Ge
   try {
     if (!(await serveFromCache(rt, input, draft, sink, cache))) return false;
   } catch (thrown) {
+    // Only the client's connection can fail here (the entry was read and checked).
+    const err = toGatewayError(thrown);
     rt.log.error({ err: thrown, reqId: draft.requestId }, 'could not answer from the response cache');
     draft.status = 'error';
-    draft.errorCode = 'internal_error';
+    draft.errorCode = err.code;
+    const state: ResponseState = { headersSent: sink.headersSent, outputStarted: sink.headersSent, clientGone: new AbortController(), keepAlive: undefined };
+    await sendFailure(sink, state, input.ingress, draft, err, input.chat.model);
   }
   if (draft.keyId && draft.usage) void rt.limits.addTokens(draft.keyId, (draft.usage.promptTokens ?? 0) + (draft.usage.completionTokens ?? 0), Date.now()).catch(() => {});
   finishGeneration(rt, draft);
