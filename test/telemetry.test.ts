@@ -111,6 +111,36 @@ test('off without an endpoint: the SDK is imported by one module, only dynamical
   assert.match(entry, /await import\('\.\/otel\.js'\)/);
 });
 
+test('the export queue is bounded: spans beyond it are dropped and counted, never waited for', async () => {
+  const { BoundedSpanProcessor } = await import('../src/telemetry/otel.js');
+  const exported: unknown[] = [];
+  // A collector that does not answer until told to.
+  const pending: Array<() => void> = [];
+  let answering = false;
+  const exporter = {
+    export: (spans: unknown[], done: (r: { code: number }) => void) => {
+      exported.push(...spans);
+      if (answering) done({ code: 0 });
+      else pending.push(() => done({ code: 0 }));
+    },
+    shutdown: async () => {},
+  };
+  const processor = new BoundedSpanProcessor(exporter as never, 3);
+  const span = (sampled: boolean) => ({ resource: { asyncAttributesPending: false }, spanContext: () => ({ traceId: '1'.repeat(32), spanId: '2'.repeat(16), traceFlags: sampled ? 1 : 0 }) }) as never;
+  for (let i = 0; i < 5; i++) processor.onEnd(span(true));
+  processor.onEnd(span(false));
+  assert.equal(processor.dropped, 2);
+  await new Promise((r) => setTimeout(r, 10));
+  assert.equal(exported.length, 3, 'a full batch goes out at once');
+  processor.onEnd(span(true));
+  assert.equal(processor.dropped, 3, 'no room while the collector has not answered');
+  answering = true;
+  for (const done of pending.splice(0)) done();
+  processor.onEnd(span(true));
+  assert.equal(processor.dropped, 3, 'room again once exported');
+  await processor.shutdown();
+});
+
 describe('OpenTelemetry export to a loopback OTLP receiver', () => {
   const receiver = new OtlpReceiver();
   let alpha: Upstream;

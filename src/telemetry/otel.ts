@@ -44,16 +44,19 @@ interface FastifyStore {
  * Forwards ended spans to a BatchSpanProcessor but never lets more than `maxQueue` wait: the
  * rest are dropped and counted, so exporting never holds memory or time of a request.
  */
-class BoundedSpanProcessor implements SpanProcessor {
+export class BoundedSpanProcessor implements SpanProcessor {
   private queued = 0;
   dropped = 0;
   readonly inner: BatchSpanProcessor;
 
   constructor(exporter: SpanExporter, private readonly maxQueue: number) {
     const counting: SpanExporter = {
+      // A batch leaves the count when its export is done: a slow collector holds the room.
       export: (spans, done) => {
-        this.queued = Math.max(0, this.queued - spans.length);
-        exporter.export(spans, done);
+        exporter.export(spans, (result) => {
+          this.queued = Math.max(0, this.queued - spans.length);
+          done(result);
+        });
       },
       shutdown: () => exporter.shutdown(),
       forceFlush: () => exporter.forceFlush?.() ?? Promise.resolve(),
