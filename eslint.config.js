@@ -6,9 +6,10 @@ import tseslint from 'typescript-eslint';
 /** src/ folders from the top layer down; a folder never imports from a layer above its own. */
 const LAYERS = [
   ['server'],
+  ['telemetry'],
   ['pipeline'],
   ['ingress'],
-  ['routing', 'limits', 'store', 'relay'],
+  ['routing', 'limits', 'store', 'relay', 'cache'],
   ['providers'],
   ['accounting'],
   ['core'],

@@ -12,7 +12,13 @@
  *
  * Settings can be overridden by environment variables (seconds / counts):
  *   BENCH_LATENCY_S (5), BENCH_SATURATION_S (8), BENCH_WARMUP_S (1), BENCH_CONNECTIONS (64),
- *   BENCH_ONLY (comma-separated scenario ids).
+ *   BENCH_ONLY (comma-separated scenario ids), BENCH_TRACING (0 skips the tracing comparison),
+ *   BENCH_TRACING_ROUNDS (3).
+ *
+ * Tracing on vs off: after the scenarios, a second gateway with OTEL_EXPORTER_OTLP_ENDPOINT set
+ * (exporting to an OTLP/HTTP sink in this process) serves the `chat` and `chat-stream` scenarios
+ * in alternating rounds with the first gateway (no OTEL_* variable: SDK not loaded), and the report
+ * compares the medians.
  * For comparisons and profiling: BENCH_CLI (another built cli.js to run as the gateway) and
  * BENCH_GATEWAY_NODE_ARGS (extra node flags for the gateway only, e.g.
  * "--cpu-prof --cpu-prof-dir=/tmp/prof").
@@ -256,7 +262,7 @@ function gatewayConfig(upstream: Upstream, scenarios: Scenario[]): unknown {
 }
 
 /** Start the built gateway on a free port with a temp config and SQLite file; wait for /health. */
-async function startGateway(dir: string, upstream: Upstream, scenarios: Scenario[]): Promise<GatewayProcess> {
+async function startGateway(dir: string, upstream: Upstream, scenarios: Scenario[], extraEnv: Record<string, string> = {}): Promise<GatewayProcess> {
   const configFile = join(dir, 'opinference.yaml');
   writeFileSync(configFile, toYaml(gatewayConfig(upstream, scenarios)));
   const dbFile = join(dir, 'bench.db');
@@ -276,6 +282,7 @@ async function startGateway(dir: string, upstream: Upstream, scenarios: Scenario
         OP_ADMIN_KEY: ADMIN_KEY,
         OP_LOG_LEVEL: 'warn',
         NODE_ENV: 'production',
+        ...extraEnv,
       },
     }),
   );
@@ -596,6 +603,81 @@ function report(results: ScenarioResult[], info: RunInfo): string {
   return out.join('\n');
 }
 
+/** An OTLP/HTTP sink: answers every export with 200 and counts the spans it was sent. */
+async function startOtlpSink(): Promise<{ origin: string; spans: () => number; close: () => Promise<void> }> {
+  const { createServer: createHttpServer } = await import('node:http');
+  let spans = 0;
+  const server = createHttpServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.url === '/v1/traces') {
+        try {
+          const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { resourceSpans?: { scopeSpans?: { spans?: unknown[] }[] }[] };
+          for (const rs of body.resourceSpans ?? []) for (const ss of rs.scopeSpans ?? []) spans += ss.spans?.length ?? 0;
+        } catch {
+          // not JSON: not counted
+        }
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{}');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, HOST, r));
+  const { port } = server.address() as AddressInfo;
+  return { origin: `http://${HOST}:${port}`, spans: () => spans, close: () => new Promise((r) => server.close(() => r())) };
+}
+
+/** Scenarios of the tracing comparison. */
+const TRACING_SCENARIOS = ['chat', 'chat-stream'];
+
+interface TracingResult {
+  scenario: Scenario;
+  /** One measurement per round, off and on alternating (so both see the same machine load). */
+  off: TargetResult[];
+  on: TargetResult[];
+}
+
+function median(values: number[]): number {
+  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b);
+  if (sorted.length === 0) return Number.NaN;
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** Medians over rounds: latency p50/p99 (1 connection), saturation rps, gateway CPU µs per request (saturation). */
+function medians(runs: TargetResult[]): { p50: number; p99: number; rps: number; cpuUs: number } {
+  return {
+    p50: median(runs.map((r) => latencyPair(r.latency).p50)),
+    p99: median(runs.map((r) => latencyPair(r.latency).p99)),
+    rps: median(runs.map((r) => r.saturation.rps)),
+    cpuUs: median(runs.map((r) => (r.saturation.cpu?.gateway !== undefined && r.saturation.rps > 0 ? (r.saturation.cpu.gateway * 1e6) / r.saturation.rps : Number.NaN))),
+  };
+}
+
+function tracingReport(results: TracingResult[], spans: number): string {
+  const out: string[] = ['## Tracing on vs off', ''];
+  const rounds = results[0]?.off.length ?? 0;
+  out.push(
+    'Off: the gateway above, no `OTEL_*` variable (the OpenTelemetry SDK is not loaded; the gateway events have no OpenTelemetry subscriber). ' +
+      'On: a second gateway with `OTEL_EXPORTER_OTLP_ENDPOINT` set, exporting every span (sampler always on) and the GenAI metrics over OTLP/HTTP JSON to a sink in the bench process. ' +
+      `Both run side by side and are measured in ${rounds} alternating rounds (off, on, off, on …); the table shows medians over the rounds.`,
+    '',
+  );
+  out.push('| scenario | off p50 / p99 (ms) | on p50 / p99 (ms) | added by tracing p50 / p99 (ms) | off rps | on rps | on / off | gateway CPU µs per request off / on |');
+  out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  for (const r of results) {
+    const a = medians(r.off);
+    const b = medians(r.on);
+    out.push(
+      `| ${r.scenario.name} | ${fmtMs(a.p50)} / ${fmtMs(a.p99)} | ${fmtMs(b.p50)} / ${fmtMs(b.p99)} | ${fmtSigned(b.p50 - a.p50)} / ${fmtSigned(b.p99 - a.p99)} | ` +
+        `${fmtInt(a.rps)} | ${fmtInt(b.rps)} | ${((b.rps / a.rps) * 100).toFixed(0)}% | ${fmtInt(a.cpuUs)} / ${fmtInt(b.cpuUs)} |`,
+    );
+  }
+  out.push('', `Spans received by the sink: ${fmtInt(spans)}.`, '');
+  return out.join('\n');
+}
+
 function countRecords(dbFile: string): string {
   try {
     const db = new SQLite(dbFile, { readonly: true, fileMustExist: true });
@@ -644,13 +726,39 @@ async function main(): Promise<void> {
   }
 
   const gatewayRssMiB = peakRssMiB(gateway.child.pid);
+
+  let tracingText = '';
+  const tracingScenarios = results.filter((r) => TRACING_SCENARIOS.includes(r.scenario.id));
+  if (process.env.BENCH_TRACING !== '0' && tracingScenarios.length > 0) {
+    const sink = await startOtlpSink();
+    const tracedDir = join(tempDir, 'traced');
+    mkdirSync(tracedDir);
+    const traced = await startGateway(tracedDir, upstream, scenarios, { OTEL_EXPORTER_OTLP_ENDPOINT: sink.origin, OTEL_SERVICE_NAME: 'opinference-bench', OTEL_TRACES_SAMPLER: 'always_on', OTEL_METRIC_EXPORT_INTERVAL: '5000' });
+    const tracedPids = { upstream: upstream.child.pid, gateway: traced.child.pid };
+    const tracing: TracingResult[] = [];
+    const rounds = Math.round(envNumber('BENCH_TRACING_ROUNDS', 3));
+    for (const r of tracingScenarios) {
+      const viaPlain = targets(r.scenario, upstream, gateway)[1]!;
+      const viaTraced = targets(r.scenario, upstream, traced)[1]!;
+      await sanityCheck(r.scenario, viaTraced);
+      const result: TracingResult = { scenario: r.scenario, off: [], on: [] };
+      for (let i = 0; i < rounds; i++) {
+        result.off.push(await measureTarget(r.scenario, viaPlain, pids));
+        result.on.push(await measureTarget(r.scenario, viaTraced, tracedPids));
+      }
+      tracing.push(result);
+    }
+    await stopChild(traced.child);
+    tracingText = tracingReport(tracing, sink.spans());
+    await sink.close();
+  }
   await stopChild(gateway.child);
   const records = countRecords(gateway.dbFile);
   const logTail = tail(gateway.logFile, 5);
   await stopChild(upstream.child);
 
   const elapsed = (Date.now() - started.getTime()) / 1000;
-  const text = report(results, { started, elapsedS: elapsed, background, records, gatewayRssMiB });
+  const text = report(results, { started, elapsedS: elapsed, background, records, gatewayRssMiB }) + (tracingText ? `\n${tracingText}` : '');
   process.stdout.write(`\n${text}`);
   if (logTail && logTail !== '(no log)') process.stderr.write(`bench: last gateway log lines:\n${logTail}\n`);
   mkdirSync(RESULTS_DIR, { recursive: true });

@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { ConfigError, loadConfig, type LoadedConfig } from './config/load.js';
 import { buildGateway } from './server/app.js';
+import { startTelemetry } from './telemetry/telemetry.js';
 import { DEFAULT_DATABASE_URL, openDatabase } from './store/database.js';
 import { copyDatabase } from './store/copy-database.js';
 import { createKey, deleteKey, disableKey, listKeys, resolveKeyRef } from './store/keys.js';
@@ -44,6 +45,7 @@ Environment:
   OP_REDIS_URL     redis://… to share key limits across replicas (default: in-process)
   OP_LOG_LEVEL     trace|debug|info|warn|error (default info)
   OP_LOCAL_MODEL   a GGUF file or hf: URI served as local/<name> when there is no config file
+  OTEL_EXPORTER_OTLP_ENDPOINT  export traces and metrics over OTLP/HTTP (see docs/observability.md)
 `;
 
 /** The package version (package.json next to dist/ or src/). */
@@ -104,9 +106,11 @@ async function serve(flag: string | undefined): Promise<void> {
   const loaded = readConfig(flag);
   const store = openDatabase(process.env.OP_DATABASE_URL || DEFAULT_DATABASE_URL);
   await migrate(store.db);
+  const telemetry = await startTelemetry(process.env, loaded.config.telemetry);
   const gateway = buildGateway({
     loaded,
     db: store.db,
+    telemetry,
     adminKey: process.env.OP_ADMIN_KEY || undefined,
     redisUrl: process.env.OP_REDIS_URL || undefined,
     // Asynchronous: a slow or full log file never blocks requests, records or shutdown.
@@ -117,6 +121,7 @@ async function serve(flag: string | undefined): Promise<void> {
   if (!loaded.source && !process.env.OP_LOCAL_MODEL) log.warn({ path: configPath(flag).path }, 'no config file found: serving an empty catalog; see examples/opinference.yaml');
   else if (!loaded.source) log.info({ model: loaded.config.models[0]?.id }, 'no config file: serving OP_LOCAL_MODEL');
   else log.info({ path: loaded.source, models: loaded.config.models.length, providers: loaded.config.providers.length }, 'config loaded');
+  if (telemetry) log.info({ traces: Boolean(process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) }, 'OpenTelemetry export on (OTEL_EXPORTER_OTLP_*)');
   const port = Number(process.env.OP_PORT || 8080);
   if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`OP_PORT must be a port number, got "${process.env.OP_PORT}"`);
   const host = process.env.OP_HOST || '0.0.0.0';

@@ -180,6 +180,8 @@ export const modelSchema = z
     endpoints: z.array(endpointSchema).min(1, 'a model needs at least one endpoint'),
     /** Other names the model answers to (e.g. `claude-sonnet-4-5`, as agent clients send it). */
     aliases: z.array(z.string().min(1).max(200)).default([]),
+    /** Cache this model's answers for every request (see `cache`); a TTL in seconds, or true for the default. */
+    cache: z.union([z.boolean(), z.number().int().min(1)]).optional(),
   })
   .strict();
 
@@ -225,6 +227,32 @@ export const serverSchema = z
     message: 'headers_timeout_ms must not be longer than request_timeout_ms',
     path: ['headers_timeout_ms'],
   });
+
+/** Traces and metrics over OTLP (switched on by the standard `OTEL_EXPORTER_OTLP_*` variables). */
+export const telemetrySchema = z
+  .object({
+    /** Put request and output text on the server span (`gen_ai.input.messages`, `gen_ai.output.messages`); never for retention `none`. */
+    capture_content: z.boolean().default(false),
+    /** Spans waiting for export; beyond it spans are dropped (and counted), never waited for. */
+    max_queue_size: z.number().int().min(1).max(1_000_000).default(2048),
+  })
+  .strict();
+
+/** The exact response cache (opt-in per request, key or model). */
+export const cacheSchema = z
+  .object({
+    /** TTL when a request asks none (`op.cache_ttl`), in seconds. */
+    default_ttl_s: z.number().int().min(1).default(300),
+    /** Longest TTL accepted; a longer `op.cache_ttl` is cut to it, in seconds. */
+    max_ttl_s: z.number().int().min(1).max(30 * 86_400).default(86_400),
+    /** Largest cached answer, in bytes; larger answers are not cached. */
+    max_entry_bytes: z.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+    /** Most bytes all entries may take (the oldest go first), in bytes. */
+    max_total_bytes: z.number().int().min(1024).default(256 * 1024 * 1024),
+    /** Keys (by id) that share one cache scope: each inner list is one shared scope. */
+    shared_scopes: z.array(z.array(z.string().min(1)).min(2)).default([]),
+  })
+  .strict();
 
 /** Routing, failover and health settings. */
 export const routingSchema = z
@@ -292,6 +320,8 @@ export const configSchema = z
     presets: z.array(presetSchema).default([]),
     /** Operator-defined model variants (`model:<name>`), beside the built-in nitro, floor and free. */
     model_variants: z.array(modelVariantSchema).default([]),
+    telemetry: telemetrySchema.default({}),
+    cache: cacheSchema.default({}),
   })
   .strict();
 
@@ -307,3 +337,5 @@ export type RoutingConfig = z.infer<typeof routingSchema>;
 export type RecordsConfig = z.infer<typeof recordsSchema>;
 export type RetentionSetting = z.infer<typeof retention>;
 export type GatewayConfig = z.infer<typeof configSchema>;
+export type TelemetryConfig = z.infer<typeof telemetrySchema>;
+export type CacheConfig = z.infer<typeof cacheSchema>;

@@ -106,6 +106,10 @@ export interface OpOptions {
   retention?: 'none' | number;
   tags?: string[];
   session?: string;
+  /** Use the exact response cache for this request. */
+  cache?: boolean;
+  /** TTL of the cached answer, in seconds. */
+  cache_ttl?: number;
 }
 
 /** A validated chat completion request. */

@@ -30,6 +30,10 @@ const op = z
     retention: z.union([z.literal('none'), z.number().int().min(0).max(36_500)]).optional(),
     tags: z.array(z.string().min(1).max(64)).max(16).optional(),
     session: z.string().min(1).max(256).optional(),
+    /** Answer from the exact response cache when it holds this request, and store the answer (docs/observability.md). */
+    cache: z.boolean().optional(),
+    /** How long a stored answer lives, in seconds (bounded by `cache.max_ttl_s`). */
+    cache_ttl: z.number().int().min(1).max(365 * 86_400).optional(),
   })
   .strict();
 

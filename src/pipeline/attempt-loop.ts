@@ -13,6 +13,7 @@ import { buildUpstreamCall, chooseLane } from './lane.js';
 import { runtimeAdapter, type GatewayRuntime } from './runtime.js';
 import type { Attempt } from './attempt.js';
 import { embedAttempt } from './embedding-attempt.js';
+import { attemptEnd, publishAttemptStart, type AttemptEndEvent } from './events.js';
 import { completeAttempt, streamAttempt } from './upstream-attempt.js';
 
 /** Error codes caused by the request itself: another endpoint of the same model would fail the same way. */
@@ -75,10 +76,12 @@ export async function runAttempts(
     const started = performance.now();
     const attemptIndex = draft.attempts.length;
     const costBefore = draft.costPico;
+    const propagation = publishAttemptStart(draft, target, attemptIndex, planned.reason);
     try {
-      const status = await runUpstreamAttempt({ rt, input, draft, sink, state, target, adapter, lane, prompt, reason: planned.reason });
+      const status = await runUpstreamAttempt({ rt, input, draft, sink, state, target, adapter, lane, prompt, reason: planned.reason, propagation });
       const latency = Math.round(performance.now() - started);
       draft.attempts.push({ endpoint: target.id, provider: target.provider.id, model: target.model.id, status, error_code: draft.errorCode, latency_ms: latency, reason: planned.reason });
+      if (attemptEnd.hasSubscribers) attemptEnd.publish({ draft, target, index: attemptIndex, attempt: draft.attempts[attemptIndex]!, error: undefined } satisfies AttemptEndEvent);
       if (credit) await settleQuietly(rt, credit, reserved, draft.costPico, reservation);
       reserved = 0n;
       if (draft.errorCode && draft.errorCode !== 'reasoning_exhausted_output_limit' && draft.errorCode !== 'client_closed_request') {
@@ -99,6 +102,7 @@ export async function runAttempts(
       const latency = Math.round(performance.now() - started);
       const upstreamStatus = typeof err.metadata?.upstream_status === 'number' ? err.metadata.upstream_status : null;
       draft.attempts.splice(attemptIndex, draft.attempts.length - attemptIndex, { endpoint: target.id, provider: target.provider.id, model: target.model.id, status: upstreamStatus, error_code: err.code, latency_ms: latency, reason: planned.reason });
+      if (attemptEnd.hasSubscribers) attemptEnd.publish({ draft, target, index: attemptIndex, attempt: draft.attempts[attemptIndex]!, error: err } satisfies AttemptEndEvent);
       // A failed attempt costs what it generated (a stream cut after its first byte, or cancelled).
       if (credit) await settleQuietly(rt, credit, reserved, draft.costPico > costBefore ? draft.costPico - costBefore : 0n, reservation);
       reserved = 0n;
@@ -127,6 +131,7 @@ async function runUpstreamAttempt(a: Attempt): Promise<number> {
   const ingress = a.input.ingress;
   if (ingress.output === 'embeddings') return embedAttempt(a, ingress);
   const call = await buildUpstreamCall(a.lane, a.input, a.target, a.adapter);
+  if (a.propagation) call.headers = { ...call.headers, ...a.propagation };
   a.draft.dropped = call.dropped;
   a.draft.warnings = [...(a.input.chat.warnings ?? []), ...(call.warnings ?? [])];
   if (!a.lane.native && ingress.translationWarnings) a.draft.warnings = [...ingress.translationWarnings(a.input.request), ...a.draft.warnings];

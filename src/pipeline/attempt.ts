@@ -27,6 +27,8 @@ export interface Attempt {
   readonly prompt: PromptSize;
   /** Why the router put this endpoint where it was (for the record). */
   readonly reason: string;
+  /** Headers telemetry asked to send upstream (trace context), when anyone listens. */
+  readonly propagation?: Record<string, string> | undefined;
 }
 
 /** Read at most `limit` bytes of an (error) body as UTF-8 text. */

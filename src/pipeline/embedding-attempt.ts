@@ -36,6 +36,7 @@ export async function embedAttempt(a: Attempt, ingress: EmbeddingIngress): Promi
     for (let start = 0; start < req.input.length; start += batchSize) {
       const batch = { ...req, input: req.input.slice(start, start + batchSize) } as EmbeddingRequest;
       const call = await adapter.buildEmbeddingCall(batch, target);
+      if (a.propagation) call.headers = { ...call.headers, ...a.propagation };
       if (start === 0) {
         draft.dropped = call.dropped;
         draft.warnings = call.warnings ?? [];

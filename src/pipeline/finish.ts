@@ -3,6 +3,7 @@ import { clampUsage } from '../accounting/usage-bounds.js';
 import type { PromptSize } from '../accounting/estimate-tokens.js';
 import type { Usage } from '../core/chat-types.js';
 import type { ResolvedEndpoint } from '../providers/types.js';
+import { generationEnd, type GenerationEndEvent } from './events.js';
 import type { GenerationDraft } from './generation-draft.js';
 import type { GenerationInput } from './generation-input.js';
 import type { OutputAccumulator } from './output-accumulator.js';
@@ -62,6 +63,7 @@ export function finishGeneration(rt: GatewayRuntime, draft: GenerationDraft): Pr
   const row = draft.toRow();
   const written = rt.writer.add(row);
   recordMetrics(rt, row, draft);
+  if (generationEnd.hasSubscribers) generationEnd.publish({ draft, latencyMs: row.latency_ms, metrics: rt.metrics } satisfies GenerationEndEvent);
   rt.log.info(
     { reqId: row.request_id, generation: row.id, model: row.served_model ?? row.requested_model, provider: row.provider, status: row.status, code: row.error_code, streamed: draft.streamed, attempts: draft.attempts.length, prompt_tokens: row.prompt_tokens, completion_tokens: row.completion_tokens, ms: row.latency_ms, ttft_ms: row.ttft_ms },
     'generation',

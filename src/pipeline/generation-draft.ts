@@ -46,6 +46,8 @@ export class GenerationDraft {
   warnings: string[] = [];
   /** Request and output text, kept only when retention allows. */
   content: { request: unknown; output: unknown } | null = null;
+  /** Answered from the response cache (cost 0). */
+  cacheHit = false;
 
   constructor(
     readonly id: string,
@@ -102,7 +104,7 @@ export class GenerationDraft {
       tags: JSON.stringify(this.tags),
       session: this.session,
       retention: String(this.retention),
-      detail: JSON.stringify({ attempts: this.attempts, routing_reason: this.routingReason, dropped_parameters: this.dropped, warnings: this.warnings }),
+      detail: JSON.stringify({ attempts: this.attempts, routing_reason: this.routingReason, dropped_parameters: this.dropped, warnings: this.warnings, ...(this.cacheHit ? { cache_hit: true } : {}) }),
       content: this.retention === 'none' || this.content === null ? null : JSON.stringify(this.content),
     };
   }

@@ -21,6 +21,15 @@ export class GatewayMetrics {
   readonly recordsQueued: Gauge = new Gauge({ name: 'opinference_records_queued', help: 'Generation records waiting to be written.', registers: [this.registry], collect: () => this.writer && this.recordsQueued.set(this.writer.queued) });
   readonly recordsWritable: Gauge = new Gauge({ name: 'opinference_records_writable', help: '1 while generation records can be written, 0 while writes fail or the database file is gone.', registers: [this.registry], collect: () => this.writer && this.recordsWritable.set(this.writer.problem === null ? 1 : 0) });
   private writer: GenerationWriter | undefined;
+  // The OpenTelemetry GenAI instruments under their Prometheus names (dots to underscores, unit suffix).
+  readonly genAiTokenUsage = new Histogram({ name: 'gen_ai_client_token_usage', help: 'Tokens per generation by gen_ai_token_type (input|output).', labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_response_model', 'gen_ai_token_type'] as const, buckets: [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576], registers: [this.registry] });
+  readonly genAiDuration = new Histogram({ name: 'gen_ai_server_request_duration_seconds', help: 'Generation duration, by outcome (error_type empty on success).', labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_response_model', 'error_type'] as const, buckets: [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92], registers: [this.registry] });
+  readonly genAiTtft = new Histogram({ name: 'gen_ai_server_time_to_first_token_seconds', help: 'Time to the first generated token of streamed generations.', labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_response_model'] as const, buckets: [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10], registers: [this.registry] });
+  readonly genAiTimePerOutputToken = new Histogram({ name: 'gen_ai_server_time_per_output_token_seconds', help: 'Time per output token after the first, of streamed generations.', labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_response_model'] as const, buckets: [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5], registers: [this.registry] });
+  /** Spans dropped because the OTLP export queue was full; read from the exporter when scraped. */
+  readonly droppedSpans = new Gauge({ name: 'opinference_telemetry_spans_dropped', help: 'Spans dropped since start because the OTLP export queue (telemetry.max_queue_size) was full.', registers: [this.registry] });
+  /** Cache lookups by result (hit|miss). */
+  readonly cacheLookups = new Counter({ name: 'opinference_cache_lookups_total', help: 'Response cache lookups by result (hit|miss).', labelNames: ['result'] as const, registers: [this.registry] });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'opinference_' });

@@ -7,6 +7,7 @@ import type { Catalog } from '../routing/catalog.js';
 import type { HealthRegistry } from '../routing/endpoint-health.js';
 import type { LimitStore } from '../limits/limit-store.js';
 import type { RedisConnection } from '../redis/redis-connection.js';
+import type { ResponseCacheStore } from '../cache/response-cache-store.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { GenerationWriter } from '../store/generation-writer.js';
 import type { StoredResponseStore } from '../store/stored-responses.js';
@@ -29,6 +30,8 @@ export interface GatewayRuntime {
   /** Key credit and rate-limit state (in-process, or Redis). */
   limits: LimitStore;
   metrics: GatewayMetrics;
+  /** The exact response cache (Redis, or the embedded database). */
+  cache: ResponseCacheStore;
   /** Aborted when the drain time of a shutdown runs out: streams still open end with an error chunk. */
   shutdown: AbortController;
   /** A key's settled spend since `periodStart` from the database (picodollars). */

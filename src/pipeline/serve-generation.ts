@@ -11,9 +11,11 @@ import { runAttempts } from './attempt-loop.js';
 import type { ClientSink } from './client-sink.js';
 import { errorHeaders, sendFailure, startKeepAlive, stopKeepAlive, type ResponseState } from './client-response.js';
 import { finishGeneration } from './finish.js';
+import { generationStart, type GenerationStartEvent } from './events.js';
 import { GenerationDraft } from './generation-draft.js';
 import type { GenerationInput } from './generation-input.js';
 import { planAttempts } from './plan.js';
+import { planCache, serveFromCache, storeInCache, type CachePlan } from './response-cache.js';
 import type { GatewayRuntime } from './runtime.js';
 
 /**
@@ -23,7 +25,7 @@ import type { GatewayRuntime } from './runtime.js';
  * {@link ClientSink}. Exactly one generation record per request, whatever happens.
  */
 export async function serveGeneration(
-  rt: GatewayRuntime, ingress: IngressAdapter, body: unknown, key: ApiKey, requestId: string, sink: ClientSink, headers?: Readonly<Record<string, string>>,
+  rt: GatewayRuntime, ingress: IngressAdapter, body: unknown, key: ApiKey, requestId: string, sink: ClientSink, headers?: Readonly<Record<string, string>>, cacheHeader?: string,
 ): Promise<void> {
   const model = peek(body, 'model');
   const draft = new GenerationDraft(newGenerationId(), requestId, key.isAdmin ? null : key.id, ingress.api, peek(body, 'stream') === true, typeof model === 'string' ? model.slice(0, 200) : '');
@@ -42,6 +44,7 @@ export async function serveGeneration(
   draft.tags = op?.tags ?? [];
   draft.session = op?.session ?? null;
   draft.retention = op?.retention ?? key.settings.retention ?? rt.config.retention;
+  if (generationStart.hasSubscribers) generationStart.publish({ draft, chat: input.chat } satisfies GenerationStartEvent);
   let credit: CreditLimit | undefined;
   try {
     credit = await admit(rt, key, input.chat, draft);
@@ -49,7 +52,28 @@ export async function serveGeneration(
     refuse(rt, draft, ingress, sink, thrown);
     return;
   }
+  const cache = planCache(rt, input, draft, key, cacheHeader, body);
+  if (cache && (await serveCached(rt, input, draft, sink, cache))) return;
   await runGeneration(rt, input, draft, sink, credit);
+  if (cache) storeInCache(rt, draft, cache);
+}
+
+/** Answer a request from the response cache when it holds it; record it as a generation (cost 0, counted for rate limits). */
+async function serveCached(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, sink: ClientSink, cache: CachePlan): Promise<boolean> {
+  try {
+    if (!(await serveFromCache(rt, input, draft, sink, cache))) return false;
+  } catch (thrown) {
+    // Only the client's connection can fail here (the entry was read and checked).
+    const err = toGatewayError(thrown);
+    rt.log.error({ err: thrown, reqId: draft.requestId }, 'could not answer from the response cache');
+    draft.status = 'error';
+    draft.errorCode = err.code;
+    const state: ResponseState = { headersSent: sink.headersSent, outputStarted: sink.headersSent, clientGone: new AbortController(), keepAlive: undefined, poolWaitMs: 0 };
+    await sendFailure(sink, state, input.ingress, draft, err, input.chat.model, input.request);
+  }
+  if (draft.keyId && draft.usage) void rt.limits.addTokens(draft.keyId, (draft.usage.promptTokens ?? 0) + (draft.usage.completionTokens ?? 0), Date.now()).catch(() => {});
+  finishGeneration(rt, draft);
+  return true;
 }
 
 /** What an API's `prepare` step reads: the key, the request's retention, the stored responses. */

@@ -28,12 +28,16 @@ import { registerDashboard } from './routes/dashboard.js';
 import { MemoryLimitStore } from '../limits/memory-limit-store.js';
 import { RedisLimitStore } from '../limits/redis-limit-store.js';
 import { RedisConnection } from '../redis/redis-connection.js';
+import { DatabaseResponseCacheStore } from '../cache/database-response-cache-store.js';
+import { RedisResponseCacheStore } from '../cache/redis-response-cache-store.js';
 import { sql } from 'kysely';
 import { GatewayMetrics } from '../pipeline/metrics.js';
 import { startRetentionPurge } from '../store/retention-purge.js';
 import { sendError } from './send-error.js';
 import { localModelsNotReady } from '../providers/local/local-model-files.js';
 import { clientTimeoutOptions, installClientLimits, sendBodyTooLarge } from './client-limits.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
+import { subscribeGenAiPrometheus } from '../telemetry/prometheus-genai.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -56,6 +60,8 @@ export interface GatewayOptions {
   purgeIntervalMs?: number;
   /** `OP_REDIS_URL`: share key limits across replicas through Redis. */
   redisUrl?: string | undefined;
+  /** A running OpenTelemetry export (see startTelemetry): shut down with the gateway. */
+  telemetry?: Telemetry | undefined;
 }
 
 function healthSettings(config: Readonly<GatewayConfig>): HealthSettings {
@@ -127,6 +133,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   const redis = options.redisUrl ? new RedisConnection(options.redisUrl, { commandTimeoutMs: config.redis.command_timeout_ms, connectTimeoutMs: config.redis.connect_timeout_ms }, app.log) : undefined;
   if (redis) app.addHook('onReady', () => redis.waitUntilReady());
   const observePoolWait = (provider: string, ms: number) => runtime.metrics.poolWait.observe({ provider }, ms / 1000);
+  const cacheBounds = { maxEntryBytes: config.cache.max_entry_bytes, maxTotalBytes: config.cache.max_total_bytes };
   const runtime: GatewayRuntime = {
     config,
     catalog: buildCatalog(config),
@@ -140,6 +147,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     redis,
     limits: redis ? new RedisLimitStore(redis) : new MemoryLimitStore(),
     metrics: new GatewayMetrics(),
+    cache: redis ? new RedisResponseCacheStore(redis.client, cacheBounds) : new DatabaseResponseCacheStore(db, cacheBounds),
     shutdown: new AbortController(),
     responses: new StoredResponseStore(db),
     async loadSpent(keyId, periodStart) {
@@ -155,6 +163,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   runtime.writer.configure(config.records);
   runtime.metrics.observeWriter(runtime.writer);
   const rt = () => runtime;
+  const stopGenAiMetrics = subscribeGenAiPrometheus(runtime.metrics);
   const keys = new KeyResolver(db, options.adminKey);
 
   // JSON only: any other content type (text/plain included) is a 415.
@@ -201,6 +210,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   app.get('/health', { config: { access: 'public' } }, async () => ({ status: 'ok' }));
   app.get('/metrics', { config: { access: 'metrics' } }, async (_req, reply) => {
     reply.type(runtime.metrics.registry.contentType);
+    runtime.metrics.droppedSpans.set(options.telemetry?.droppedSpans() ?? 0);
     return runtime.metrics.registry.metrics();
   });
   app.get('/ready', { config: { access: 'public' } }, async (_req, reply) => {
@@ -244,6 +254,9 @@ export function buildGateway(options: GatewayOptions): Gateway {
       await runtime.writer.close();
       await runtime.pools.close();
       await runtime.limits.close();
+      stopGenAiMetrics();
+      await runtime.cache.close();
+      await options.telemetry?.shutdown();
       await redis?.close();
     },
   };

@@ -10,7 +10,7 @@ export const KEY_CACHE_TTL_MS = 5_000;
 
 const ADMIN: ApiKey = {
   id: 'admin', name: 'admin', prefix: 'admin', disabled: false, createdAt: 0, expiresAt: null, isAdmin: true,
-  settings: { limit: null, limit_reset: 'never', rate_limit: { requests_per_minute: null, tokens_per_minute: null }, allowed_models: [], retention: null },
+  settings: { limit: null, limit_reset: 'never', rate_limit: { requests_per_minute: null, tokens_per_minute: null }, allowed_models: [], retention: null, cache: null },
 };
 
 /** Resolves `Authorization: Bearer` (or `x-api-key`) secrets to keys, with a short cache in front of the database. */

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerConfig } from '../config/schema.js';
 
 /** Response headers a browser app may read (request correlation, generation id, backoff). */
-const EXPOSED_HEADERS = ['x-request-id', 'x-op-generation-id', 'x-generation-id', 'retry-after'];
+const EXPOSED_HEADERS = ['x-request-id', 'x-op-generation-id', 'x-generation-id', 'retry-after', 'x-op-cache'];
 
 /**
  * Cross-origin access for browser apps (`server.cors`). Off when unset: no CORS headers, and an

@@ -20,6 +20,8 @@ export const keySettingsSchema = z
     allowed_models: z.array(z.string().min(1)).default([]),
     /** Default retention of this key's generations (`none` or days); null = the gateway's. */
     retention: z.union([z.literal('none'), z.number().int().min(0).max(36_500)]).nullable().default(null),
+    /** Cache every answer of this key (true, or a TTL in seconds); null = only when a request or model asks. */
+    cache: z.union([z.boolean(), z.number().int().min(1)]).nullable().default(null),
   })
   .strict();
 

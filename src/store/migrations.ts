@@ -271,6 +271,22 @@ export const MIGRATIONS: readonly Migration[] = [
       await db.schema.createIndex('stored_responses_expires').on('stored_responses').column('expires_at').execute();
     },
   },
+  {
+    // The exact response cache (src/cache/): one row per cached answer, without Redis.
+    name: '0008_response_cache',
+    async up(db) {
+      const text = dialectOf(db).text;
+      await db.schema
+        .createTable('response_cache')
+        .addColumn('cache_key', text, (c) => c.primaryKey())
+        .addColumn('value', text, (c) => c.notNull())
+        .addColumn('size_bytes', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('response_cache_expires').on('response_cache').column('expires_at').execute();
+    },
+  },
 ];
 
 /**

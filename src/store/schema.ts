@@ -157,4 +157,15 @@ export interface Database {
   generation_tags: GenerationTagsTable;
   stored_responses: StoredResponsesTable;
   migrations_applied: { name: string; applied_at: Generated<number> };
+  response_cache: ResponseCacheTable;
+}
+
+/** One cached answer of the exact response cache (src/cache/). Times in ms since the epoch. */
+export interface ResponseCacheTable {
+  cache_key: string;
+  /** The cached answer as JSON (src/cache/cached-answer.ts). */
+  value: string;
+  size_bytes: number;
+  created_at: number;
+  expires_at: number;
 }

@@ -5,6 +5,7 @@ import type { OpenDatabase } from '../../src/store/database.js';
 import { createKey } from '../../src/store/keys.js';
 import { migrate } from '../../src/store/migrations.js';
 import { createTestDatabase } from './test-database.js';
+import type { Telemetry } from '../../src/telemetry/telemetry.js';
 
 /**
  * A gateway running in this process on 127.0.0.1, port 0, with its own database: a SQLite file,
@@ -57,13 +58,13 @@ export function oneModelConfig(upstreamUrl: string, extra: { endpoint?: Record<s
  */
 const TEST_ROUTING = { circuit_breaker: { failure_threshold: 1000 }, retry_after_cap_ms: 0, recent_failure_ms: 0 };
 
-export async function startGateway(config: unknown = {}, options: { random?: () => number; redisUrl?: string | undefined } = {}): Promise<TestGateway> {
+export async function startGateway(config: unknown = {}, options: { random?: () => number; redisUrl?: string | undefined; telemetry?: Telemetry | undefined } = {}): Promise<TestGateway> {
   const withRouting = config && typeof config === 'object' && !('routing' in config) ? { ...config, routing: TEST_ROUTING } : config;
   const database = await createTestDatabase();
   const store = database.open();
   await migrate(store.db);
   const adminKey = 'admin-test-key';
-  const gateway = buildGateway({ loaded: { config: parseConfig(withRouting, 'test config'), source: 'test' }, db: store.db, adminKey, logger: false, random: options.random, redisUrl: options.redisUrl, purgeIntervalMs: 0 });
+  const gateway = buildGateway({ loaded: { config: parseConfig(withRouting, 'test config'), source: 'test' }, db: store.db, adminKey, logger: false, random: options.random, redisUrl: options.redisUrl, telemetry: options.telemetry, purgeIntervalMs: 0 });
   await gateway.app.listen({ port: 0, host: '127.0.0.1' });
   const port = (gateway.app.server.address() as AddressInfo).port;
   const origin = `http://127.0.0.1:${port}`;

@@ -9,10 +9,15 @@ import { FastifyClientSink } from '../fastify-client-sink.js';
  * `/v1/completions`, …): the request goes to the pipeline with its adapter, the authenticated
  * key, and a sink over the reply.
  */
+/** The `x-op-cache` request header (the first value when repeated). */
+function cacheHeader(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
 export function registerGenerateRoutes(app: FastifyInstance, rt: () => GatewayRuntime): void {
   for (const ingress of INGRESS_ADAPTERS) {
     const names = ingress.output === 'generation' ? ingress.forwardHeaders : undefined;
-    app.post(ingress.path, (req, reply) => serveGeneration(rt(), ingress, req.body, req.apiKey, req.id, new FastifyClientSink(reply), names && pickHeaders(req.headers, names)));
+    app.post(ingress.path, (req, reply) => serveGeneration(rt(), ingress, req.body, req.apiKey, req.id, new FastifyClientSink(reply), names && pickHeaders(req.headers, names), cacheHeader(req.headers['x-op-cache'])));
   }
 }
 

@@ -8,7 +8,7 @@ import type { ApiKey } from '../../store/keys.js';
 
 /** The public shape of a generation record (`GET /v1/generation`), OpenRouter's field names where they exist. */
 export function generationObject(row: GenerationsTable) {
-  const detail = JSON.parse(row.detail) as { attempts: unknown[]; dropped_parameters: string[]; warnings?: string[]; routing_reason?: string | null };
+  const detail = JSON.parse(row.detail) as { attempts: unknown[]; dropped_parameters: string[]; warnings?: string[]; routing_reason?: string | null; cache_hit?: boolean };
   return {
     id: row.id,
     request_id: row.request_id,
@@ -44,6 +44,8 @@ export function generationObject(row: GenerationsTable) {
     routing_reason: detail.routing_reason ?? null,
     dropped_parameters: detail.dropped_parameters,
     warnings: detail.warnings ?? [],
+    /** Answered from the response cache (cost 0). */
+    cache_hit: detail.cache_hit === true,
     content: row.content === null ? null : (JSON.parse(row.content) as unknown),
   };
 }

@@ -37,6 +37,8 @@ const keyBody = z
     rate_limit: rateLimit.nullable().optional(),
     allowed_models: z.array(z.string().min(1)).max(500).optional(),
     retention: z.union([z.literal('none'), z.number().int().min(0).max(36_500)]).nullable().optional(),
+    /** Cache every answer of the key: true, or a TTL in seconds; null/false = only when asked. */
+    cache: z.union([z.boolean(), z.number().int().min(1).max(30 * 86_400)]).nullable().optional(),
   })
   .strict();
 
@@ -60,6 +62,7 @@ function mergeSettings(current: KeySettings, b: Partial<z.infer<typeof keyBody>>
     rate_limit: b.rate_limit === undefined ? current.rate_limit : b.rate_limit === null ? {} : { ...current.rate_limit, ...b.rate_limit },
     allowed_models: b.allowed_models ?? current.allowed_models,
     retention: b.retention === undefined ? current.retention : b.retention,
+    cache: b.cache === undefined ? current.cache : b.cache,
   });
 }
 
@@ -117,6 +120,7 @@ async function keyObject(rt: GatewayRuntime, key: ApiKey, fresh = false) {
     rate_limit: { requests_per_minute: s.rate_limit.requests_per_minute, tokens_per_minute: s.rate_limit.tokens_per_minute },
     allowed_models: s.allowed_models,
     retention: s.retention,
+    cache: s.cache,
     expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString(),
     created_at: new Date(key.createdAt).toISOString(),
     ...usage,

@@ -1,0 +1,134 @@
+import { cacheKey, cacheScope, cacheTtlSeconds } from '../cache/cache-key.js';
+import type { ChatResult } from '../core/chat-result.js';
+import type { ToolCall } from '../core/chat-types.js';
+import { ContentBlockFramer } from '../core/content-blocks.js';
+import type { ApiKey } from '../store/keys.js';
+import type { ClientSink } from './client-sink.js';
+import { identityFor, responseHeaders, sendStreamHeaders, type ResponseState } from './client-response.js';
+import type { GenerationDraft } from './generation-draft.js';
+import type { GenerationInput } from './generation-input.js';
+import { OutputAccumulator } from './output-accumulator.js';
+import type { GatewayRuntime } from './runtime.js';
+
+/**
+ * The cache stage of the pipeline: after admission, an opted-in request is looked up in the
+ * exact response cache; a hit is answered from it in the client's own API (a streamed request
+ * replays as a stream) with `x-op-cache: HIT` and recorded at cost 0; a miss (`x-op-cache: MISS`)
+ * runs the attempts and a successful, complete answer is stored. The internal result is stored,
+ * not one API's bytes, so every client API encodes it its own way.
+ */
+
+/** What is stored per entry. */
+interface CachedAnswer {
+  v: 1;
+  result: ChatResult;
+  servedModel: string | null;
+  provider: string | null;
+  endpoint: string | null;
+  upstreamModel: string | null;
+}
+
+/** A request's cache lookup: where and for how long. */
+export interface CachePlan {
+  key: string;
+  ttlMs: number;
+}
+
+/**
+ * Whether this request uses the cache (`op.cache`, the `x-op-cache` header, the key's or the
+ * model's setting; never retention `none` nor embeddings), and its cache key.
+ */
+export function planCache(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, key: ApiKey, header: string | undefined, body: unknown): CachePlan | undefined {
+  if (input.ingress.output !== 'generation' || !body || typeof body !== 'object') return undefined;
+  const op = input.chat.op;
+  const fromHeader = header === undefined ? undefined : header.trim().toLowerCase() === 'true' ? true : header.trim().toLowerCase() === 'false' ? false : undefined;
+  const c = rt.config.cache;
+  const ttl = cacheTtlSeconds(
+    { request: op?.cache ?? fromHeader, requestTtl: op?.cache_ttl, key: key.settings.cache, model: rt.catalog.models.get(input.chat.model)?.model.cache },
+    draft.retention === 'none', c.default_ttl_s, c.max_ttl_s,
+  );
+  if (ttl === undefined) return undefined;
+  return { key: cacheKey(cacheScope(draft.keyId, c.shared_scopes), input.ingress.api, body as Record<string, unknown>), ttlMs: ttl * 1000 };
+}
+
+/**
+ * Answer from the cache when it holds the request. Returns whether it answered; a store that
+ * cannot be read is a miss (logged), never a failed request.
+ */
+export async function serveFromCache(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, sink: ClientSink, plan: CachePlan): Promise<boolean> {
+  const ingress = input.ingress;
+  if (ingress.output !== 'generation') return false;
+  let value: string | null = null;
+  try {
+    value = await rt.cache.get(plan.key);
+  } catch (err) {
+    rt.log.warn({ err: (err as Error).message, reqId: draft.requestId }, 'response cache unreachable: answering upstream');
+  }
+  const cached = value ? readEntry(value) : undefined;
+  if (value && !cached) rt.log.warn({ reqId: draft.requestId }, 'response cache: an unreadable entry; answering upstream');
+  draft.extraHeaders['x-op-cache'] = cached ? 'HIT' : 'MISS';
+  rt.metrics.cacheLookups.inc({ result: cached ? 'hit' : 'miss' });
+  if (!cached) return false;
+  const { result } = cached;
+  draft.cacheHit = true;
+  draft.servedModel = cached.servedModel;
+  draft.provider = cached.provider;
+  draft.endpoint = cached.endpoint;
+  draft.upstreamModel = cached.upstreamModel;
+  draft.usage = result.usage;
+  draft.costPico = 0n;
+  draft.finishReason = result.finishReason;
+  draft.nativeFinishReason = result.nativeFinishReason;
+  draft.content = { request: input.ingress.recordedRequest(input.request), output: { content: result.content, reasoning: result.reasoning ?? undefined, tool_calls: result.toolCalls.length ? result.toolCalls : undefined } };
+  const identity = identityFor(draft, cached.servedModel ?? input.chat.model);
+  const usage = result.usage ?? { promptTokens: 0, completionTokens: 0, cachedTokens: null, cacheWriteTokens: null, reasoningTokens: null, source: 'estimated' as const };
+  draft.markFirstToken();
+  if (!input.stream) {
+    sink.send(200, responseHeaders(draft), ingress.responseBody(identity, result, usage, 0, input.request));
+    return true;
+  }
+  const state: ResponseState = { headersSent: false, outputStarted: true, clientGone: new AbortController(), keepAlive: undefined, poolWaitMs: 0 };
+  sendStreamHeaders(sink, state, draft);
+  const encoder = ingress.createStreamEncoder(identity, input.request);
+  const framer = ingress.contentBlocks ? new ContentBlockFramer() : undefined;
+  let text = encoder.start();
+  for (const part of OutputAccumulator.resultToParts(result)) {
+    if (part.type === 'finish' || part.type === 'usage' || part.type === 'error') continue;
+    if (framer) for (const p of framer.push(part)) text += encoder.part(p);
+    else text += encoder.part(part);
+  }
+  if (framer) for (const p of framer.close()) text += encoder.part(p);
+  await sink.write(text + encoder.finish(result.finishReason, usage, 0));
+  sink.end(encoder.done());
+  return true;
+}
+
+/** A stored entry, or undefined when it is not one this version wrote. */
+function readEntry(value: string): CachedAnswer | undefined {
+  try {
+    const entry = JSON.parse(value) as CachedAnswer;
+    const r = entry?.result;
+    if (entry?.v !== 1 || !r || typeof r !== 'object' || !Array.isArray(r.toolCalls) || typeof r.finishReason !== 'string') return undefined;
+    return entry;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Store a finished generation's answer: only a success that ended normally (no error, no cut
+ * stream, not cancelled) and whose text retention keeps. Never waits: a store failure is logged.
+ */
+export function storeInCache(rt: GatewayRuntime, draft: GenerationDraft, plan: CachePlan): void {
+  if (draft.cacheHit || draft.status !== 'success' || draft.cancelled || !draft.content || draft.finishReason === null || draft.finishReason === 'error') return;
+  const out = draft.content.output as { content?: string | null; reasoning?: string; tool_calls?: ToolCall[] };
+  const answer: CachedAnswer = {
+    v: 1,
+    result: { content: out.content ?? null, reasoning: out.reasoning ?? null, refusal: null, toolCalls: out.tool_calls ?? [], finishReason: draft.finishReason as ChatResult['finishReason'], nativeFinishReason: draft.nativeFinishReason, usage: draft.usage },
+    servedModel: draft.servedModel,
+    provider: draft.provider,
+    endpoint: draft.endpoint,
+    upstreamModel: draft.upstreamModel,
+  };
+  rt.cache.set(plan.key, JSON.stringify(answer), plan.ttlMs).catch((err: Error) => rt.log.warn({ err: err.message, reqId: draft.requestId }, 'could not store an answer in the response cache'));
+}

@@ -1,0 +1,139 @@
+import type { ChatRequest } from '../core/chat-types.js';
+import { requestedOutputLimit } from '../core/output-limit.js';
+import type { ClientApi } from '../ingress/types.js';
+import type { Attempt, GenerationDraft } from '../pipeline/generation-draft.js';
+import type { ResolvedEndpoint } from '../providers/types.js';
+
+/**
+ * Span and metric attributes of a generation, named per the OpenTelemetry GenAI semantic
+ * conventions, plus the gateway's own under `op.`. Pure functions: values in, attributes out.
+ * Token counts are tokens, times ms, cost USD.
+ * @see https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/
+ */
+
+/** An attribute map as OpenTelemetry takes it. */
+export type Attributes = Record<string, string | number | boolean | string[] | undefined>;
+
+/** `gen_ai.operation.name` of a client API. */
+export function operationName(api: ClientApi): string {
+  switch (api) {
+    case 'chat':
+      return 'chat';
+    case 'completions':
+      return 'text_completion';
+    case 'embeddings':
+      return 'embeddings';
+    case 'messages':
+    case 'responses':
+      return 'chat';
+  }
+}
+
+/** Span name per the conventions: `{gen_ai.operation.name} {gen_ai.request.model}`. */
+export function spanName(api: ClientApi, model: string): string {
+  return model ? `${operationName(api)} ${model}` : operationName(api);
+}
+
+/** Attributes known when a request passed validation (the server span). */
+export function requestAttributes(draft: GenerationDraft, chat: ChatRequest): Attributes {
+  return {
+    'gen_ai.operation.name': operationName(draft.api),
+    'gen_ai.request.model': chat.model,
+    'gen_ai.request.max_tokens': requestedOutputLimit(chat),
+    'gen_ai.request.temperature': chat.temperature ?? undefined,
+    'gen_ai.request.top_p': chat.top_p ?? undefined,
+    'op.generation_id': draft.id,
+    'op.key_id': draft.keyId ?? undefined,
+    'op.streamed': draft.streamed,
+  };
+}
+
+/** What the generation produced (server span, at its end). */
+export function resultAttributes(draft: GenerationDraft): Attributes {
+  const u = draft.usage;
+  return {
+    'gen_ai.operation.name': operationName(draft.api),
+    'gen_ai.response.id': draft.id,
+    'gen_ai.response.model': draft.servedModel ?? undefined,
+    'gen_ai.provider.name': draft.provider ?? undefined,
+    'gen_ai.usage.input_tokens': u?.promptTokens ?? undefined,
+    'gen_ai.usage.output_tokens': u?.completionTokens ?? undefined,
+    'gen_ai.response.finish_reasons': draft.finishReason ? [draft.finishReason] : undefined,
+    'error.type': draft.status === 'success' ? undefined : (draft.errorCode ?? 'error'),
+    'op.generation_id': draft.id,
+    'op.key_id': draft.keyId ?? undefined,
+    'op.cost_usd': Number(draft.costPico) / 1e12,
+    'op.ttft_ms': draft.ttftMs ?? undefined,
+    'op.usage_source': u?.source ?? undefined,
+    'op.attempts': draft.attempts.length,
+    'op.status': draft.status,
+  };
+}
+
+const addresses = new WeakMap<ResolvedEndpoint['provider'], string | undefined>();
+
+/** The host of a provider's `base_url` (parsed once per provider config). */
+function serverAddress(provider: ResolvedEndpoint['provider']): string | undefined {
+  if (addresses.has(provider)) return addresses.get(provider);
+  let host: string | undefined;
+  try {
+    host = new URL(provider.base_url ?? '').hostname || undefined;
+  } catch {
+    host = undefined;
+  }
+  addresses.set(provider, host);
+  return host;
+}
+
+/** An upstream attempt's span attributes at its start. */
+export function attemptStartAttributes(draft: GenerationDraft, target: ResolvedEndpoint, index: number, reason: string): Attributes {
+  return {
+    'gen_ai.operation.name': operationName(draft.api),
+    'gen_ai.provider.name': target.provider.id,
+    'gen_ai.request.model': target.endpoint.upstream_model,
+    'server.address': serverAddress(target.provider),
+    'op.endpoint': target.id,
+    'op.model': target.model.id,
+    'op.attempt.index': index,
+    'op.attempt.reason': reason,
+    'op.generation_id': draft.id,
+  };
+}
+
+/** An attempt's attributes at its end; usage only for the attempt that answered. */
+export function attemptEndAttributes(draft: GenerationDraft, attempt: Attempt, answered: boolean): Attributes {
+  const attrs: Attributes = {
+    'http.response.status_code': attempt.status ?? undefined,
+    'error.type': attempt.error_code ?? undefined,
+    'op.latency_ms': attempt.latency_ms,
+  };
+  if (answered) {
+    const u = draft.usage;
+    attrs['gen_ai.response.model'] = draft.upstreamModel ?? undefined;
+    attrs['gen_ai.response.id'] = draft.id;
+    attrs['gen_ai.usage.input_tokens'] = u?.promptTokens ?? undefined;
+    attrs['gen_ai.usage.output_tokens'] = u?.completionTokens ?? undefined;
+    attrs['gen_ai.response.finish_reasons'] = draft.finishReason ? [draft.finishReason] : undefined;
+  }
+  return attrs;
+}
+
+/** Drop the undefined values (OpenTelemetry warns on them). */
+export function defined(attrs: Attributes): Record<string, string | number | boolean | string[]> {
+  const out: Record<string, string | number | boolean | string[]> = {};
+  for (const k in attrs) {
+    const v = attrs[k];
+    if (v !== undefined) out[k] = v;
+  }
+  return out;
+}
+
+/**
+ * Seconds per output token after the first (the conventions' `time_per_output_token`), or
+ * undefined when it is not measurable (not streamed, fewer than two output tokens).
+ */
+export function timePerOutputTokenSeconds(draft: GenerationDraft, latencyMs: number): number | undefined {
+  const out = draft.usage?.completionTokens ?? 0;
+  if (!draft.streamed || draft.ttftMs === null || out < 2) return undefined;
+  return Math.max(0, latencyMs - draft.ttftMs) / 1000 / (out - 1);
+}
