@@ -84,7 +84,8 @@ describe('exact response cache', () => {
     assert.notEqual(BigInt((await record(firstJson.id)).cost_pico), 0n);
     const api = await (await fetch(`${gw.baseURL}/generation?id=${json.id}`, { headers: { authorization: `Bearer ${keyA}` } })).json() as Json;
     assert.equal(api.data.cache_hit, true);
-    assert.equal(api.data.total_cost, '0');
+    assert.equal(api.data.total_cost, 0);
+    assert.equal(api.data.total_cost_usd, '0');
     const missApi = await (await fetch(`${gw.baseURL}/generation?id=${firstJson.id}`, { headers: { authorization: `Bearer ${keyA}` } })).json() as Json;
     assert.equal(missApi.data.cache_hit, false);
   });
