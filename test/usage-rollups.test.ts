@@ -5,7 +5,8 @@
  * - the session counts equal the generations counted by day, key, session, model, provider, tag;
  * - every usage query shape equals a brute-force count of the generations (whole days from the
  *   daily tables, partial days from the hourly ones or the generations must add up exactly);
- * - the 0004 backfill, run on the same data, rebuilds exactly what the writer wrote.
+ * - the 0004 backfill, run on the same data, rebuilds exactly what the writer wrote;
+ * - the 0006 backfill (refusals out of `errors` into `refused`) does too.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -192,6 +193,21 @@ function expected(rows: readonly GenerationsTable[], query: UsageQuery): UsageRe
 
 const ROLLUPS = ['usage_daily', 'usage_daily_tags', 'usage_daily_sessions', 'usage_daily_session_models', 'usage_daily_session_tags'] as const;
 
+/** The rollup tables with sums (and `refused` since migration 0006). */
+const SUM_ROLLUPS = ['usage_hourly', 'usage_hourly_tags', 'usage_daily', 'usage_daily_tags'] as const;
+
+/** Put rollup tables back as a version before migration 0006 wrote them: refusals counted under `errors`, no `refused` column. */
+async function undoRefusedColumn(db: OpenDatabase['db'], tables: readonly (typeof SUM_ROLLUPS)[number][]): Promise<void> {
+  for (const t of tables) {
+    await db
+      .updateTable(t)
+      .set({ errors: sql`errors + refused`, refused: 0 })
+      .execute();
+    await db.schema.alterTable(t).dropColumn('refused').execute();
+  }
+  await db.deleteFrom('migrations_applied').where('name', '=', '0006_refused_in_rollups').execute();
+}
+
 /** Every row of a table, costs as text, in a stable order. */
 async function dump(db: OpenDatabase['db'], table: keyof Database): Promise<string[]> {
   const rows = await db.selectFrom(table).selectAll().execute();
@@ -242,7 +258,7 @@ describe('daily rollups and session counts', () => {
           sums.set(id, { ...rest, day, cost_pico: BigInt(r.cost_pico!), latency_hist: JSON.parse(String(r.latency_hist)), ttft_hist: JSON.parse(String(r.ttft_hist)) });
           continue;
         }
-        for (const col of ['requests', 'errors', 'cancelled', 'prompt_tokens', 'completion_tokens', 'reasoning_tokens', 'cached_tokens']) (s[col] as number) += Number(r[col]);
+        for (const col of ['requests', 'errors', 'refused', 'cancelled', 'prompt_tokens', 'completion_tokens', 'reasoning_tokens', 'cached_tokens']) (s[col] as number) += Number(r[col]);
         s.cost_pico = (s.cost_pico as bigint) + BigInt(r.cost_pico!);
         for (const h of ['latency_hist', 'ttft_hist']) (JSON.parse(String(r[h])) as number[]).forEach((n, i) => ((s[h] as number[])[i]! += n));
       }
@@ -321,11 +337,32 @@ describe('daily rollups and session counts', () => {
     assert.equal((await queryUsage(store.db, { ...q, bucket: 'day' })).totals.requests, rows.length);
   });
 
+  test('the 0006 backfill moves the refusals counted under errors to refused, exactly as the writer counts them', async () => {
+    const before = Object.fromEntries(await Promise.all(SUM_ROLLUPS.map(async (t) => [t, await dump(store.db, t)] as const)));
+    const refusals = rows.filter((g) => g.status === 'error' && g.provider === null && g.error_code !== 'upstream_error').length;
+    const errors = rows.filter((g) => g.status === 'error').length - refusals;
+    for (const t of ['usage_hourly', 'usage_daily'] as const) {
+      const sums = await store.db.selectFrom(t).select((eb) => [eb.fn.sum<number>('errors').as('e'), eb.fn.sum<number>('refused').as('r')]).executeTakeFirstOrThrow();
+      assert.deepEqual([Number(sums.e), Number(sums.r)], [errors, refusals], t);
+    }
+    assert.ok(refusals > 100 && errors > 100, `${refusals} refusals, ${errors} errors`);
+    await undoRefusedColumn(store.db, SUM_ROLLUPS);
+    assert.deepEqual(await migrate(store.db), ['0006_refused_in_rollups']);
+    for (const t of SUM_ROLLUPS) assert.deepEqual(await dump(store.db, t), before[t], t);
+    // A refusal the rollups never counted (a generation older than them) moves nothing: no count goes negative.
+    await store.db.insertInto('generations').values({ ...makeRow(99_998), created_at: B - 9 * DAY, status: 'error', provider: null, served_model: null, error_code: 'invalid_request', tags: '["x"]' }).execute();
+    await undoRefusedColumn(store.db, SUM_ROLLUPS);
+    assert.deepEqual(await migrate(store.db), ['0006_refused_in_rollups']);
+    for (const t of SUM_ROLLUPS) assert.deepEqual(await dump(store.db, t), before[t], t);
+    await store.db.deleteFrom('generations').where('id', '=', 'gen_099998').execute();
+  });
+
   test('the 0004 backfill rebuilds exactly what the writer wrote', async () => {
     const before = Object.fromEntries(await Promise.all(ROLLUPS.map(async (t) => [t, await dump(store.db, t)] as const)));
     for (const t of ROLLUPS) await store.db.schema.dropTable(t).execute();
+    await undoRefusedColumn(store.db, ['usage_hourly', 'usage_hourly_tags']);
     await store.db.deleteFrom('migrations_applied').where('name', '=', '0004_daily_rollups').execute();
-    assert.deepEqual(await migrate(store.db), ['0004_daily_rollups']);
+    assert.deepEqual(await migrate(store.db), ['0004_daily_rollups', '0006_refused_in_rollups']);
     for (const t of ROLLUPS) {
       assert.ok(before[t]!.length > 0, t);
       assert.deepEqual(await dump(store.db, t), before[t], t);

@@ -1,6 +1,7 @@
 import { sql, type Kysely, type SqlBool } from 'kysely';
 import { dialectOf } from './dialect.js';
 import type { Database } from './schema.js';
+import { backfillRefused } from './usage-rollup.js';
 
 /** One schema step. Steps run once each, in order, inside a transaction. */
 interface Migration {
@@ -253,6 +254,19 @@ export const MIGRATIONS: readonly Migration[] = [
       // PostgreSQL only (a no-op on SQLite): estimates for the search's unindexed filters.
       const coalesced = (col: string) => sql`coalesce(${sql.ref(col)}, '')`;
       await dialectOf(db).createExpressionStatistics(db, 'generations_filter_values', 'generations', ['key_id', 'served_model', 'requested_model', 'provider', 'session', 'status'].map(coalesced));
+    },
+  },
+  {
+    name: '0006_refused_in_rollups',
+    async up(db) {
+      // Refusals (a 4xx for the request's or key's own reason, no provider answering) counted
+      // apart from errors when written, so the usage reads no longer look for them in
+      // `generations`. A column with a constant default: no table rewrite on either engine.
+      for (const table of ['usage_hourly', 'usage_hourly_tags', 'usage_daily', 'usage_daily_tags'] as const) {
+        await db.schema.alterTable(table).addColumn('refused', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      }
+      // The rollups written so far counted them under `errors`: move them (see isRefusal).
+      await backfillRefused(db);
     },
   },
   {

@@ -91,7 +91,10 @@ export interface UsageRollupColumns {
   /** Provider id, or '' when no provider answered. */
   provider: string;
   requests: number;
+  /** Errors that are not refusals (failures at a provider or in the gateway). */
   errors: number;
+  /** Refusals (`isRefusal` in refusal.ts: a 4xx for the request's or key's own reason, no provider answering); since migration `0006`. */
+  refused: number;
   cancelled: number;
   prompt_tokens: number;
   completion_tokens: number;

@@ -1,8 +1,8 @@
 import { sql, type Expression, type ExpressionBuilder, type Kysely, type SqlBool } from 'kysely';
 import { picoToUsdString } from '../accounting/cost.js';
-import { ERROR_CATALOG } from '../errors/catalog.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { dialectOf } from './dialect.js';
+import { isRefusal } from './refusal.js';
 import { LATENCY_BUCKETS_MS, type Database, type GenerationsTable } from './schema.js';
 import { latencyBucket, ROLLUP_TIME_COLUMN, type RollupTable } from './usage-rollup.js';
 
@@ -46,21 +46,6 @@ export interface Percentiles {
   p99: number;
 }
 
-/**
- * Error codes of a refusal: the catalog's 4xx codes outside scope `provider` — the request's or
- * the key's own problem (invalid input, a key limit, an unknown or forbidden model, a prompt
- * too long for the model), not a failure of a provider or of the gateway.
- */
-export const REFUSAL_CODES: readonly string[] = Object.entries(ERROR_CATALOG)
-  .filter(([, d]) => d.status >= 400 && d.status < 500 && d.scope !== 'provider')
-  .map(([code]) => code);
-const REFUSALS = new Set(REFUSAL_CODES);
-
-/** Whether a generation row is a refusal (see {@link UsageStats.refused}). */
-export function isRefusal(g: { status: string; error_code: string | null; provider: string | null }): boolean {
-  return g.status === 'error' && g.provider === null && g.error_code !== null && REFUSALS.has(g.error_code);
-}
-
 /** The aggregates of one bucket/group, or of the whole range. */
 export interface UsageStats {
   /** Every generation: successes + `errors` + `refused` + `cancelled`. */
@@ -69,7 +54,8 @@ export interface UsageStats {
   errors: number;
   /**
    * Generations refused for the client's own reason with no provider answering: a 4xx of
-   * {@link REFUSAL_CODES} (a 400 validation error, a key limit, an unknown model …).
+   * `REFUSAL_CODES` in refusal.ts (a 400 validation error, a key limit, an unknown model …; see
+   * {@link isRefusal}). Counted apart from `errors` in the rollups when written.
    */
   refused: number;
   cancelled: number;
@@ -145,6 +131,7 @@ class Acc {
   addRollup(r: RollupRead): void {
     this.requests += Number(r.requests);
     this.errors += Number(r.errors);
+    this.refused += Number(r.refused);
     this.cancelled += Number(r.cancelled);
     this.prompt_tokens += Number(r.prompt_tokens);
     this.completion_tokens += Number(r.completion_tokens);
@@ -170,12 +157,6 @@ class Acc {
       this.latency[i]! += a.latency[i]!;
       this.ttft[i]! += a.ttft[i]!;
     }
-  }
-
-  /** Move `n` of the errors counted from the rollups to `refused` (the rollups do not tell them apart). */
-  addRefused(n: number): void {
-    this.refused += n;
-    this.errors -= n;
   }
 
   addGeneration(g: SessionRead): void {
@@ -243,6 +224,7 @@ interface RollupRead {
   grp: string | null;
   requests: number | string;
   errors: number | string;
+  refused: number | string;
   cancelled: number | string;
   prompt_tokens: number | string;
   completion_tokens: number | string;
@@ -300,6 +282,7 @@ export function rollupQuery(db: Kysely<Database>, q: UsageQuery, table: RollupTa
       (groupCol ? sql<string | null>`${sql.ref(groupCol)}` : sql<string | null>`null`).as('grp'),
       eb.fn.sum<number>('requests').as('requests'),
       eb.fn.sum<number>('errors').as('errors'),
+      eb.fn.sum<number>('refused').as('refused'),
       eb.fn.sum<number>('cancelled').as('cancelled'),
       eb.fn.sum<number>('prompt_tokens').as('prompt_tokens'),
       eb.fn.sum<number>('completion_tokens').as('completion_tokens'),
@@ -485,63 +468,6 @@ async function sessionRows(db: Kysely<Database>, q: UsageQuery): Promise<Acc[]> 
 }
 
 /**
- * Refusals (see {@link isRefusal}) in [q.from, q.to) with the query's filters, counted by bucket
- * (unless `bucketed` is false) and by the group's value as the rollups spell it. Driven by the
- * (provider, created_at) index at `provider IS NULL`: it reads only the range's generations no
- * provider answered (refusals, failures of every attempt, early cancels), the other filters
- * checked on those rows (a tag through generation_tags' primary key). Null when no refusal can
- * match (a provider filter other than '').
- */
-export function refusalsQuery(db: Kysely<Database>, q: UsageQuery, groupBy: Exclude<UsageGroupBy, 'session'>, bucketed: boolean) {
-  if (q.provider !== undefined && q.provider !== '') return null;
-  const size = sql.lit(q.bucket === 'day' ? DAY_MS : HOUR_MS);
-  const group =
-    groupBy === 'model'
-      ? sql<string>`coalesce(served_model, requested_model)`
-      : groupBy === 'key'
-        ? sql<string>`coalesce(key_id, '')`
-        : sql<string>`''`; // no group (a tag is joined below; a refusal has no provider: '')
-  let refusals = db
-    .selectFrom('generations')
-    .select(['id', (bucketed ? sql<number>`created_at - (created_at % ${size})` : sql<number>`0`).as('b'), group.as('grp')])
-    .where('provider', 'is', null)
-    .where('created_at', '>=', q.from)
-    .where('created_at', '<', q.to)
-    // Checked on the rows (written so that no other index can serve: `status` alone would pick
-    // every error of the range, failures at a provider included).
-    .where(sql`coalesce(status, '')`, '=', 'error')
-    .where('error_code', 'in', [...REFUSAL_CODES]);
-  if (q.keyId !== undefined) refusals = refusals.where(sql`coalesce(key_id, '')`, '=', q.keyId ?? '');
-  if (q.model !== undefined) refusals = refusals.where(sql`coalesce(served_model, requested_model)`, '=', q.model);
-  if (q.tag !== undefined) {
-    const tag = q.tag;
-    refusals = refusals.where((eb) => eb.exists(eb.selectFrom('generation_tags').select(sql<number>`1`.as('one')).whereRef('generation_tags.generation_id', '=', 'generations.id').where('generation_tags.tag', '=', tag)));
-  }
-  const r = refusals.as('r');
-  const count = sql<number | string>`count(*)`.as('n');
-  if (groupBy === 'tag') {
-    return db.selectFrom(r).innerJoin('generation_tags as t', 't.generation_id', 'r.id').select(['r.b', 't.tag as grp', count]).groupBy(['r.b', 't.tag']);
-  }
-  return db.selectFrom(r).select(['r.b', 'r.grp', count]).groupBy(['r.b', 'r.grp']);
-}
-
-/**
- * Move the refusals among the errors counted from the rollups: into each group's `refused`, and
- * the totals'. Nothing to read when the rollups counted no error.
- */
-async function countRefusals(db: Kysely<Database>, q: UsageQuery, groups: Map<string, Acc> | null, totals: Acc | null): Promise<void> {
-  if (groups && q.groupBy !== 'session' && [...groups.values()].some((a) => a.errors > 0)) {
-    for (const r of (await refusalsQuery(db, q, q.groupBy, true)?.execute()) ?? []) {
-      groups.get(`${Number(r.b)}\u0000${r.grp ?? ''}`)?.addRefused(Number(r.n));
-    }
-  }
-  if (totals && totals.errors > 0) {
-    const all = (await refusalsQuery(db, q, null, false)?.execute()) ?? [];
-    totals.addRefused(all.reduce((n, r) => n + Number(r.n), 0));
-  }
-}
-
-/**
  * Usage aggregates from the rollups (never a scan of `generations`: `group_by: session` reads
  * the daily session counts, the partial days at the edges through an index, and the chosen
  * sessions' rows).
@@ -568,7 +494,6 @@ export async function queryUsage(db: Kysely<Database>, query: UsageQuery): Promi
   if (q.groupBy === 'session') {
     groups = await sessionRows(db, q);
     totals = await readTotals(db, q, tagged, true);
-    await countRefusals(db, q, null, totals);
   } else {
     const groupCol = q.groupBy === null ? null : GROUP_COLUMN[q.groupBy];
     const map = new Map<string, Acc>();
@@ -584,9 +509,7 @@ export async function queryUsage(db: Kysely<Database>, query: UsageQuery): Promi
     if (q.groupBy === 'tag' && q.tag === undefined) {
       // Counted once per generation, not once per tag.
       totals = await readTotals(db, q, false, false);
-      await countRefusals(db, q, map, totals);
     } else {
-      await countRefusals(db, q, map, null);
       // Every rollup row read is in exactly one group.
       totals = new Acc();
       for (const a of groups) totals.addAcc(a);

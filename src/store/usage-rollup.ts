@@ -1,5 +1,6 @@
-import { sql, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import { dialectOf } from './dialect.js';
+import { isRefusal } from './refusal.js';
 import { LATENCY_BUCKETS_MS, type Database, type GenerationsTable } from './schema.js';
 
 /** Index of the histogram bucket a duration (ms) falls in. */
@@ -24,7 +25,10 @@ interface RollupAcc {
   model: string;
   provider: string;
   requests: number;
+  /** Errors that are not refusals. */
   errors: number;
+  /** Refusals ({@link isRefusal}). */
+  refused: number;
   cancelled: number;
   prompt_tokens: number;
   completion_tokens: number;
@@ -46,12 +50,13 @@ const field = (s: string): string => `${s.length}:${s}|`;
 function accumulate(map: Map<string, RollupAcc>, id: string, time: number, keyId: string, tag: string | undefined, model: string, provider: string, row: GenerationsTable, cost: bigint, latency: number, ttft: number): void {
   let a = map.get(id);
   if (!a) {
-    a = { time, key_id: keyId, model, provider, requests: 0, errors: 0, cancelled: 0, prompt_tokens: 0, completion_tokens: 0, reasoning_tokens: 0, cached_tokens: 0, cost_pico: 0n, latency: emptyHist(), ttft: emptyHist() };
+    a = { time, key_id: keyId, model, provider, requests: 0, errors: 0, refused: 0, cancelled: 0, prompt_tokens: 0, completion_tokens: 0, reasoning_tokens: 0, cached_tokens: 0, cost_pico: 0n, latency: emptyHist(), ttft: emptyHist() };
     if (tag !== undefined) a.tag = tag;
     map.set(id, a);
   }
   a.requests++;
-  if (row.status === 'error') a.errors++;
+  if (isRefusal(row)) a.refused++;
+  else if (row.status === 'error') a.errors++;
   if (row.status === 'cancelled') a.cancelled++;
   a.prompt_tokens += row.prompt_tokens ?? 0;
   a.completion_tokens += row.completion_tokens ?? 0;
@@ -75,6 +80,7 @@ function byDay(hourly: Map<string, RollupAcc>): Map<string, RollupAcc> {
     }
     d.requests += h.requests;
     d.errors += h.errors;
+    d.refused += h.refused;
     d.cancelled += h.cancelled;
     d.prompt_tokens += h.prompt_tokens;
     d.completion_tokens += h.completion_tokens;
@@ -100,8 +106,8 @@ function groupId(time: number, keyId: string, tag: string | undefined, model: st
   return `${time}|${field(keyId)}${tag === undefined ? '' : field(tag)}${field(model)}${field(provider)}`;
 }
 
-const SUMS = ['requests', 'errors', 'cancelled', 'prompt_tokens', 'completion_tokens', 'reasoning_tokens', 'cached_tokens', 'cost_pico'] as const;
-/** Groups per statement: 5 bound values each in the read, 15 in the upsert. */
+const SUMS = ['requests', 'errors', 'refused', 'cancelled', 'prompt_tokens', 'completion_tokens', 'reasoning_tokens', 'cached_tokens', 'cost_pico'] as const;
+/** Groups per statement: 5 bound values each in the read, 16 in the upsert. */
 const UPSERT_CHUNK = 100;
 
 /**
@@ -239,4 +245,107 @@ export async function applyRollups(trx: Transaction<Database>, rows: readonly Ge
   for (const table of Object.keys(groups) as RollupTable[]) await upsert(trx, table, groups[table].values());
   for (const table of Object.keys(sessions) as SessionCountTable[]) await addSessionCounts(trx, table, sessions[table].values());
   for (let i = 0; i < tagRows.length; i += 100) await trx.insertInto('generation_tags').values(tagRows.slice(i, i + 100)).execute();
+}
+
+/** Refusals to move from `errors` to `refused` in one rollup row (a group of the backfill). */
+interface RefusalGroup {
+  time: number;
+  key_id: string;
+  tag?: string;
+  model: string;
+  n: number;
+}
+
+/**
+ * Move `n` of a rollup row's errors to `refused`, for each group of `table` (provider '': a
+ * refusal has none), 100 groups per two statements: a read of the rows' `errors`, then one
+ * multi-row `INSERT … ON CONFLICT DO UPDATE` subtracting from `errors` and adding to `refused`
+ * (the insert half never applies: only rows read are written). At most a row's `errors` move, so
+ * a generation its rollups never counted cannot make a count negative.
+ */
+async function moveToRefused(db: Kysely<Database>, table: RollupTable, groups: Iterable<RefusalGroup>): Promise<void> {
+  const time = ROLLUP_TIME_COLUMN[table];
+  const tagged = table === 'usage_hourly_tags' || table === 'usage_daily_tags';
+  const key = [time, 'key_id', ...(tagged ? ['tag'] : []), 'model', 'provider'];
+  const all = [...groups];
+  for (let i = 0; i < all.length; i += UPSERT_CHUNK) {
+    const chunk = all.slice(i, i + UPSERT_CHUNK);
+    const existing = await db
+      .selectFrom(table as 'usage_hourly_tags')
+      .select([sql<number>`${sql.ref(time)}`.as('time'), 'key_id', (tagged ? sql<string>`tag` : sql<string>`null`).as('tag'), 'model', 'errors'])
+      .where('provider', '=', '')
+      .where((eb) => eb.or(chunk.map((a) => eb.and([eb(sql.ref(time), '=', a.time), eb('key_id', '=', a.key_id), ...(tagged ? [eb('tag', '=', a.tag!)] : []), eb('model', '=', a.model)]))))
+      .execute();
+    const errors = new Map(existing.map((r) => [groupId(Number(r.time), r.key_id, r.tag ?? undefined, r.model, ''), Number(r.errors)]));
+    const values = chunk.flatMap((a) => {
+      const moved = Math.min(a.n, errors.get(groupId(a.time, a.key_id, a.tag, a.model, '')) ?? 0);
+      if (moved <= 0) return [];
+      const empty = JSON.stringify(emptyHist());
+      return [{ [time]: a.time, key_id: a.key_id, ...(tagged ? { tag: a.tag } : {}), model: a.model, provider: '', ...Object.fromEntries(SUMS.map((col) => [col, 0])), refused: moved, latency_hist: empty, ttft_hist: empty }];
+    });
+    if (values.length === 0) continue;
+    await db
+      .insertInto(table)
+      .values(values as never)
+      .onConflict((oc) =>
+        oc.columns(key as never).doUpdateSet({
+          errors: sql`${sql.ref(`${table}.errors`)} - ${sql.ref('excluded.refused')}`,
+          refused: sql`${sql.ref(`${table}.refused`)} + ${sql.ref('excluded.refused')}`,
+        } as never),
+      )
+      .execute();
+  }
+}
+
+/**
+ * Count the refusals already in the rollups under `refused` instead of `errors` (migration
+ * `0006`: rollups written before it counted every error under `errors`). Reads only the
+ * candidate generations — errors with no provider, through the (provider, created_at) index, one
+ * UTC day at a time — and decides with {@link isRefusal}, as the writer does; the moves are
+ * grouped as the writer groups rows (hourly and daily, plain and per tag). Holds the rollup
+ * writers' lock (the dialect's `serializeRollupWrites`) so that no batch commits between the
+ * read of a day and its moves.
+ * @returns the refusals found.
+ */
+export async function backfillRefused(db: Kysely<Database>): Promise<number> {
+  await dialectOf(db).serializeRollupWrites(db);
+  const span = await db
+    .selectFrom('generations')
+    .select((eb) => [eb.fn.min<number | string | null>('created_at').as('lo'), eb.fn.max<number | string | null>('created_at').as('hi')])
+    .where('provider', 'is', null)
+    .executeTakeFirst();
+  if (span?.lo === null || span?.lo === undefined || span.hi === null) return 0;
+  let found = 0;
+  for (let day = Math.floor(Number(span.lo) / DAY) * DAY; day <= Number(span.hi); day += DAY) {
+    const rows = await db
+      .selectFrom('generations')
+      .select(['created_at', 'key_id', 'served_model', 'requested_model', 'status', 'error_code', 'provider', 'tags'])
+      .where('provider', 'is', null)
+      .where('created_at', '>=', day)
+      .where('created_at', '<', day + DAY)
+      .where('status', '=', 'error')
+      .execute();
+    const groups: Record<RollupTable, Map<string, RefusalGroup>> = { usage_hourly: new Map(), usage_hourly_tags: new Map(), usage_daily: new Map(), usage_daily_tags: new Map() };
+    const count = (table: RollupTable, t: number, keyId: string, tag: string | undefined, model: string) => {
+      const id = groupId(t, keyId, tag, model, '');
+      const g = groups[table].get(id);
+      if (g) g.n++;
+      else groups[table].set(id, { time: t, key_id: keyId, ...(tag === undefined ? {} : { tag }), model, n: 1 });
+    };
+    for (const row of rows) {
+      if (!isRefusal(row)) continue;
+      found++;
+      const hour = Math.floor(Number(row.created_at) / HOUR) * HOUR;
+      const keyId = row.key_id ?? '';
+      const model = row.served_model ?? row.requested_model;
+      count('usage_hourly', hour, keyId, undefined, model);
+      count('usage_daily', day, keyId, undefined, model);
+      for (const tag of new Set(JSON.parse(row.tags) as string[])) {
+        count('usage_hourly_tags', hour, keyId, tag, model);
+        count('usage_daily_tags', day, keyId, tag, model);
+      }
+    }
+    for (const table of Object.keys(groups) as RollupTable[]) await moveToRefused(db, table, groups[table].values());
+  }
+  return found;
 }
