@@ -186,6 +186,8 @@ export interface Generation {
   usage_source: string | null;
   /** A USD decimal string in lists; a number of USD from `GET /v1/generation` (OpenRouter's type). */
   total_cost: string | number;
+  /** The exact cost as a decimal string (USD); `total_cost` is a number in OpenRouter's shape. */
+  total_cost_usd?: string;
   latency: number | null;
   time_to_first_token: number | null;
   tags: string[];

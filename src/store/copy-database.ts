@@ -4,7 +4,8 @@ import type { Database } from './schema.js';
 
 /**
  * Every table of the schema with its primary key, in copy order (keys first, then the records
- * and what is derived from them). The copy pages through each table by its primary key.
+ * and what is derived from them, then stored Responses API objects). The response cache is not
+ * copied: it refills by itself. The copy pages through each table by its primary key.
  */
 export const COPY_TABLES = [
   { table: 'api_keys', key: ['id'] },
@@ -17,6 +18,7 @@ export const COPY_TABLES = [
   { table: 'usage_daily_sessions', key: ['day', 'key_id', 'session'] },
   { table: 'usage_daily_session_models', key: ['day', 'key_id', 'session', 'model', 'provider'] },
   { table: 'usage_daily_session_tags', key: ['day', 'key_id', 'tag', 'session', 'model', 'provider'] },
+  { table: 'stored_responses', key: ['id'] },
 ] as const satisfies readonly { table: keyof Database; key: readonly string[] }[];
 
 type CopyTable = (typeof COPY_TABLES)[number]['table'];
