@@ -1,0 +1,156 @@
+/**
+ * A fleet on loopback for the cluster test: a private redis-server, gateway replicas (the built
+ * CLI, `opinference serve`, as operators run it) and Debian's nginx in front, each on a free
+ * port, with its files in one temporary directory. Every process is started here and stopped by
+ * its own pid.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+
+/** The built CLI (`npm run build`). */
+export const CLI = new URL('../../dist/src/cli.js', import.meta.url).pathname;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A free TCP port on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+/** The path of an executable on PATH or in the usual sbin folders, or null. */
+export function findExecutable(name: string): string | null {
+  for (const dir of [...(process.env.PATH ?? '').split(':'), '/usr/sbin', '/usr/local/sbin', '/sbin']) {
+    if (dir && existsSync(join(dir, name))) return join(dir, name);
+  }
+  return null;
+}
+
+/** A child process started here, with its output kept. */
+export interface Proc {
+  child: ChildProcess;
+  port: number;
+  logs(): string;
+  exited: Promise<number | null>;
+  /** SIGTERM (SIGKILL after `graceMs`), resolved once it has exited. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+function track(child: ChildProcess, port: number): Proc {
+  let logs = '';
+  child.stdout?.on('data', (d) => (logs += d));
+  child.stderr?.on('data', (d) => (logs += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    child,
+    port,
+    logs: () => logs,
+    exited,
+    async stop(graceMs = 10_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, proc: Proc, timeoutMs = 60_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (proc.child.exitCode !== null) throw new Error(`${what} exited (${proc.child.exitCode}):\n${proc.logs()}`);
+    if (await check()) return;
+    await sleep(100);
+  }
+  throw new Error(`${what} not ready within ${timeoutMs} ms:\n${proc.logs()}`);
+}
+
+/** A private redis-server (no persistence) on a free port. */
+export async function startRedis(dir: string): Promise<Proc & { url: string }> {
+  const port = await freePort();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = track(child, port);
+  const url = `redis://127.0.0.1:${port}`;
+  await waitFor('redis-server', async () => {
+    const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    try {
+      await r.connect();
+      return (await r.ping()) === 'PONG';
+    } catch {
+      return false;
+    } finally {
+      r.disconnect();
+    }
+  }, proc);
+  return { ...proc, url };
+}
+
+/** One gateway replica: `node dist/src/cli.js serve` on its own port. */
+export async function startReplica(name: string, env: Record<string, string>): Promise<Proc & { name: string; url: string }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [CLI, 'serve'], {
+    env: { ...process.env, ...env, OP_PORT: String(port), OP_HOST: '127.0.0.1', OP_LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const proc = track(child, port);
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(`replica ${name}`, () => fetch(`${url}/ready`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.status === 200, () => false), proc);
+  return { ...proc, name, url };
+}
+
+/**
+ * nginx in front of `backends` (ports on 127.0.0.1), with a private config, pid and logs in
+ * `dir`. No upstream keep-alive (each proxied request on its own connection), and every
+ * response names the replica that answered in `x-op-upstream` (`$upstream_addr`).
+ */
+export async function startNginx(dir: string, backends: number[]): Promise<Proc & { url: string; version: string }> {
+  const nginx = findExecutable('nginx');
+  if (!nginx) throw new Error('nginx is not installed');
+  const port = await freePort();
+  const conf = join(dir, 'nginx.conf');
+  const root = process.getuid?.() === 0;
+  writeFileSync(conf, `${root ? 'user root;\n' : ''}worker_processes 1;
+daemon off;
+pid ${join(dir, 'nginx.pid')};
+error_log ${join(dir, 'nginx-error.log')} warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path ${join(dir, 'nginx-body')};
+  proxy_temp_path ${join(dir, 'nginx-proxy')};
+  fastcgi_temp_path ${join(dir, 'nginx-fastcgi')};
+  uwsgi_temp_path ${join(dir, 'nginx-uwsgi')};
+  scgi_temp_path ${join(dir, 'nginx-scgi')};
+  upstream gateways {
+${backends.map((p) => `    server 127.0.0.1:${p} max_fails=1 fail_timeout=10s;`).join('\n')}
+  }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://gateways;
+      proxy_http_version 1.1;
+      proxy_buffering off;
+      proxy_read_timeout 300s;
+      proxy_next_upstream error timeout;
+      add_header x-op-upstream $upstream_addr always;
+    }
+  }
+}
+`);
+  const version = spawnSync(nginx, ['-v'], { encoding: 'utf8' }).stderr.trim();
+  const child = spawn(nginx, ['-p', dir, '-e', join(dir, 'nginx-error.log'), '-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = track(child, port);
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor('nginx', () => fetch(`${url}/health`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.status === 200, () => false), proc);
+  return { ...proc, url, version };
+}
