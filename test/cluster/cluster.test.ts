@@ -47,6 +47,8 @@ interface Answer {
   upstream: string | null;
   at: number;
   error?: string;
+  /** Connection errors retried (see {@link chatAsSdk}). */
+  retried?: number;
 }
 
 /** One chat completion; a connection error is status 0. */
@@ -62,6 +64,18 @@ async function chat(base: string, key: string, model: string, extra: object = {}
     return { status: res.status, id: res.headers.get('x-op-generation-id'), upstream: res.headers.get('x-op-upstream'), at: Date.now() };
   } catch (err) {
     return { status: 0, id: null, upstream: null, at: Date.now(), error: (err as Error).message };
+  }
+}
+
+/**
+ * {@link chat} retrying a connection error (no HTTP response at all) up to twice, as the
+ * official SDKs do by default: a load balancer that reloads closes idle kept-alive client
+ * connections, and a request sent as one closes never reached a replica.
+ */
+async function chatAsSdk(base: string, key: string, model: string): Promise<Answer> {
+  for (let retried = 0; ; retried++) {
+    const a = await chat(base, key, model);
+    if (a.status !== 0 || retried === 2) return { ...a, retried };
   }
 }
 
@@ -97,7 +111,8 @@ describe('a fleet of three replicas behind nginx', { skip }, () => {
   let credit: Upstream;
   let flaky: Upstream;
   let replicas: (Proc & { name: string; url: string })[] = [];
-  let lb: Proc & { url: string; version: string };
+  let lb: Awaited<ReturnType<typeof startNginx>>;
+  let env: Record<string, string>;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'op-cluster-'));
@@ -135,7 +150,7 @@ models:
       - { provider: flaky, upstream_model: m, pricing: { prompt: 1, completion: 1 } }
       - { provider: up, upstream_model: m, pricing: { prompt: 1, completion: 1 } }
 `);
-    const env = { OP_CONFIG: config, OP_DATABASE_URL: database.url, OP_REDIS_URL: (redis as Proc & { url: string }).url, OP_ADMIN_KEY: ADMIN };
+    env = { OP_CONFIG: config, OP_DATABASE_URL: database.url, OP_REDIS_URL: (redis as Proc & { url: string }).url, OP_ADMIN_KEY: ADMIN };
     // Started together: migrations at start run under a lock.
     replicas = await Promise.all(['a', 'b', 'c'].map((name) => startReplica(name, env)));
     lb = await startNginx(dir, replicas.map((r) => r.port));
@@ -229,6 +244,45 @@ models:
     say(`key disabled on one replica: refused by the two others after ${seconds === null ? 'more than 10' : seconds.toFixed(2)} s`);
     assert.ok(seconds !== null && seconds <= 1, `${seconds} s`);
   });
+  test('rolling restart: a replica taken out of nginx, drained by SIGTERM and restarted while traffic flows: no request fails', async () => {
+    const key = await createKey({});
+    const total = 800;
+    const old = replicas[1]!;
+    const answers: Answer[] = [];
+    let next = 0;
+    let restarted: Promise<void> | undefined;
+    const restart = async () => {
+      await lb.reload([old.port]); // 1. out of the load balancer (in-flight requests finish)
+      old.child.kill('SIGTERM'); // 2. drain and exit
+      assert.equal(await old.exited, 0, old.logs());
+      replicas[1] = await startReplica('b2', env, old.port); // 3. the new one, ready
+      await lb.reload([]); // 4. back in
+    };
+    const worker = async () => {
+      while (next < total) {
+        next++;
+        answers.push(await chatAsSdk(lb.url, key.secret, 'test/model'));
+        if (!restarted && answers.length >= 200) restarted = restart();
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, worker));
+    await restarted;
+    const ok = answers.filter((a) => a.status === 200);
+    const failed = answers.filter((a) => a.status !== 200);
+    const retried = answers.reduce((n, a) => n + (a.retried ?? 0), 0);
+    say(`rolling restart: ${answers.length} requests, 8 at a time, :${old.port} restarted after 200: ${ok.length} answered 200 (${spread(ok)}), ${failed.length} failed (${failed.map((a) => `${a.status || a.error} via ${a.upstream}`).join('; ') || 'none'}), ${retried} connection errors to nginx retried by the client`);
+    assert.deepEqual(failed, []);
+    assert.equal((await fetch(`${replicas[1]!.url}/ready`)).status, 200);
+    // Exactly one record per request: no retry ran a request twice.
+    const found = await sql.query('select id from generations where id = any($1)', [ok.map((a) => a.id!)]);
+    assert.equal(found.rowCount, total);
+    const records = await sql.query<{ n: string }>('select count(*) as n from generations where key_id = $1', [key.id]);
+    assert.equal(Number(records.rows[0]!.n), total);
+    // The restarted replica serves again.
+    const back = await Promise.all(Array.from({ length: 30 }, () => chat(lb.url, key.secret, 'test/model')));
+    assert.ok(back.some((a) => a.upstream === `127.0.0.1:${old.port}` && a.status === 200), spread(back));
+  });
+
   test('SIGKILL of one replica mid-run: only its in-flight requests fail, every 200 has exactly one record, usage equals the records', async () => {
     const key = await createKey({});
     const total = 2000;

@@ -5,7 +5,7 @@
  * its own pid.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -83,6 +83,7 @@ export async function startRedis(dir: string): Promise<Proc & { url: string }> {
   const url = `redis://127.0.0.1:${port}`;
   await waitFor('redis-server', async () => {
     const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    r.on('error', () => {}); // not up yet: the check answers false
     try {
       await r.connect();
       return (await r.ping()) === 'PONG';
@@ -96,8 +97,8 @@ export async function startRedis(dir: string): Promise<Proc & { url: string }> {
 }
 
 /** One gateway replica: `node dist/src/cli.js serve` on its own port. */
-export async function startReplica(name: string, env: Record<string, string>): Promise<Proc & { name: string; url: string }> {
-  const port = await freePort();
+export async function startReplica(name: string, env: Record<string, string>, port?: number): Promise<Proc & { name: string; url: string }> {
+  port ??= await freePort();
   const child = spawn(process.execPath, [CLI, 'serve'], {
     env: { ...process.env, ...env, OP_PORT: String(port), OP_HOST: '127.0.0.1', OP_LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -113,13 +114,13 @@ export async function startReplica(name: string, env: Record<string, string>): P
  * `dir`. No upstream keep-alive (each proxied request on its own connection), and every
  * response names the replica that answered in `x-op-upstream` (`$upstream_addr`).
  */
-export async function startNginx(dir: string, backends: number[]): Promise<Proc & { url: string; version: string }> {
+export async function startNginx(dir: string, backends: number[]): Promise<Proc & { url: string; version: string; reload(down: number[]): Promise<void> }> {
   const nginx = findExecutable('nginx');
   if (!nginx) throw new Error('nginx is not installed');
   const port = await freePort();
   const conf = join(dir, 'nginx.conf');
   const root = process.getuid?.() === 0;
-  writeFileSync(conf, `${root ? 'user root;\n' : ''}worker_processes 1;
+  const write = (down: number[]) => writeFileSync(conf, `${root ? 'user root;\n' : ''}worker_processes 1;
 daemon off;
 pid ${join(dir, 'nginx.pid')};
 error_log ${join(dir, 'nginx-error.log')} warn;
@@ -132,7 +133,7 @@ http {
   uwsgi_temp_path ${join(dir, 'nginx-uwsgi')};
   scgi_temp_path ${join(dir, 'nginx-scgi')};
   upstream gateways {
-${backends.map((p) => `    server 127.0.0.1:${p} max_fails=1 fail_timeout=10s;`).join('\n')}
+${backends.map((p) => `    server 127.0.0.1:${p} max_fails=1 fail_timeout=10s${down.includes(p) ? ' down' : ''};`).join('\n')}
   }
   server {
     listen 127.0.0.1:${port};
@@ -147,10 +148,47 @@ ${backends.map((p) => `    server 127.0.0.1:${p} max_fails=1 fail_timeout=10s;`)
   }
 }
 `);
+  write([]);
   const version = spawnSync(nginx, ['-v'], { encoding: 'utf8' }).stderr.trim();
   const child = spawn(nginx, ['-p', dir, '-e', join(dir, 'nginx-error.log'), '-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] });
   const proc = track(child, port);
   const url = `http://127.0.0.1:${port}`;
   await waitFor('nginx', () => fetch(`${url}/health`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.status === 200, () => false), proc);
-  return { ...proc, url, version };
+  return {
+    ...proc,
+    url,
+    version,
+    /**
+     * Mark `down` the backends listed (and only those) and reload nginx gracefully (SIGHUP):
+     * resolves once the old worker has finished its requests and exited.
+     */
+    async reload(down: number[]) {
+      const old = workers(child.pid!);
+      write(down);
+      child.kill('SIGHUP');
+      const until = Date.now() + 60_000;
+      while (Date.now() < until) {
+        const now = workers(child.pid!);
+        if (now.length > 0 && !now.some((w) => old.includes(w))) return;
+        await sleep(50);
+      }
+      throw new Error(`nginx did not reload within 60 s:\n${proc.logs()}`);
+    },
+  };
+}
+
+/** The pids of a process's children (Linux /proc). */
+function workers(parent: number): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // pid (comm) state ppid …: comm may hold spaces, so read after its closing parenthesis.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === parent) out.push(Number(entry));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return out;
 }
