@@ -110,8 +110,8 @@ export async function startReplica(name: string, env: Record<string, string>, po
 }
 
 /**
- * nginx in front of `backends` (ports on 127.0.0.1), with a private config, pid and logs in
- * `dir`. No upstream keep-alive (each proxied request on its own connection), and every
+ * nginx in front of `backends` (ports on 127.0.0.1) with the shipped deploy/nginx.conf, its
+ * upstream servers and port replaced, its pid, logs and temporary files in `dir`; every
  * response names the replica that answered in `x-op-upstream` (`$upstream_addr`).
  */
 export async function startNginx(dir: string, backends: number[]): Promise<Proc & { url: string; version: string; reload(down: number[]): Promise<void> }> {
@@ -120,34 +120,26 @@ export async function startNginx(dir: string, backends: number[]): Promise<Proc 
   const port = await freePort();
   const conf = join(dir, 'nginx.conf');
   const root = process.getuid?.() === 0;
-  const write = (down: number[]) => writeFileSync(conf, `${root ? 'user root;\n' : ''}worker_processes 1;
-daemon off;
-pid ${join(dir, 'nginx.pid')};
-error_log ${join(dir, 'nginx-error.log')} warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path ${join(dir, 'nginx-body')};
-  proxy_temp_path ${join(dir, 'nginx-proxy')};
-  fastcgi_temp_path ${join(dir, 'nginx-fastcgi')};
-  uwsgi_temp_path ${join(dir, 'nginx-uwsgi')};
-  scgi_temp_path ${join(dir, 'nginx-scgi')};
-  upstream gateways {
-${backends.map((p) => `    server 127.0.0.1:${p} max_fails=1 fail_timeout=10s${down.includes(p) ? ' down' : ''};`).join('\n')}
-  }
-  server {
-    listen 127.0.0.1:${port};
-    location / {
-      proxy_pass http://gateways;
-      proxy_http_version 1.1;
-      proxy_buffering off;
-      proxy_read_timeout 300s;
-      proxy_next_upstream error timeout;
-      add_header x-op-upstream $upstream_addr always;
+  // The shipped config (deploy/nginx.conf) with the test's replicas, port and private files.
+  const template = readFileSync(new URL('../../deploy/nginx.conf', import.meta.url), 'utf8');
+  const write = (down: number[]) => {
+    const servers = backends.map((p) => `    server 127.0.0.1:${p} max_fails=1 fail_timeout=10s${down.includes(p) ? ' down' : ''};\n`).join('');
+    const edits: [RegExp, string][] = [
+      [/^ *server gateway-\d+:8080[^\n]*\n/gm, ''],
+      [/upstream gateways \{\n/, `upstream gateways {\n${servers}`],
+      [/listen 8080;/, `listen 127.0.0.1:${port};`],
+      [/worker_processes auto;/, 'worker_processes 1;'],
+      [/http \{\n/, `http {\n${['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `  ${t}_temp_path ${join(dir, `nginx-${t}`)};\n`).join('')}`],
+      // Which replica answered, for the test's counts.
+      [/location \/ \{\n/, 'location / {\n      add_header x-op-upstream $upstream_addr always;\n'],
+    ];
+    let text = template;
+    for (const [re, to] of edits) {
+      if (!re.test(text)) throw new Error(`deploy/nginx.conf changed: ${re} matches nothing`);
+      text = text.replace(re, to);
     }
-  }
-}
-`);
+    writeFileSync(conf, `${root ? 'user root;\n' : ''}daemon off;\npid ${join(dir, 'nginx.pid')};\nerror_log ${join(dir, 'nginx-error.log')} warn;\n${text}`);
+  };
   write([]);
   const version = spawnSync(nginx, ['-v'], { encoding: 'utf8' }).stderr.trim();
   const child = spawn(nginx, ['-p', dir, '-e', join(dir, 'nginx-error.log'), '-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] });
