@@ -1,3 +1,4 @@
+import { checkBodyBounds } from '../ingress/body-bounds.js';
 import { PromptSize } from '../accounting/estimate-tokens.js';
 import { toGatewayError, type GatewayError } from '../errors/gateway-error.js';
 import type { IngressAdapter } from '../ingress/types.js';
@@ -24,6 +25,8 @@ export async function serveGeneration(rt: GatewayRuntime, ingress: IngressAdapte
   const draft = new GenerationDraft(newGenerationId(), requestId, key.isAdmin ? null : key.id, ingress.api, peek(body, 'stream') === true, typeof model === 'string' ? model.slice(0, 200) : '');
   let input: GenerationInput;
   try {
+    const server = rt.config.server;
+    checkBodyBounds(body, { maxMessages: server.max_messages, maxContentParts: server.max_content_parts });
     const request = ingress.parse(body);
     const chat = ingress.toChat(request);
     input = { ingress, request, chat, stream: chat.stream === true };
