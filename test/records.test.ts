@@ -9,7 +9,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sql } from 'kysely';
+import SQLite from 'better-sqlite3';
+import { CompiledQuery, Kysely, SqliteDialect, sql, type DatabaseConnection, type Driver } from 'kysely';
+import type { Database } from '../src/store/schema.js';
 import { startUpstream, type Upstream } from './helpers/replay-upstream.js';
 import { oneModelConfig, startGateway, type TestGateway } from './helpers/gateway.js';
 import { openDatabase, type OpenDatabase } from '../src/store/database.js';
@@ -121,6 +123,44 @@ describe('record writer', () => {
     assert.ok(lines.some((l) => /can be written again/.test(l.msg)));
     const n = await store.db.selectFrom('generations').select(sql<number>`COUNT(*)`.as('n')).where('id', 'in', ['full1', 'full2']).executeTakeFirstOrThrow();
     assert.equal(Number(n.n), 2);
+  });
+
+  test('a COMMIT refused (read-only file): the real error is reported, not the ROLLBACK\'s "no transaction is active"', async () => {
+    // SQLite rolls a transaction back by itself when its COMMIT fails on a read-only or immutable
+    // file (or an I/O error); the driver below does what SQLite does, then fails the COMMIT.
+    let refuse = true;
+    class CommitRefused extends SqliteDialect {
+      override createDriver(): Driver {
+        const driver = super.createDriver();
+        const commit = driver.commitTransaction.bind(driver);
+        driver.commitTransaction = async (conn: DatabaseConnection) => {
+          if (!refuse) return commit(conn);
+          await conn.executeQuery(CompiledQuery.raw('rollback'));
+          throw Object.assign(new Error('attempt to write a readonly database'), { code: 'SQLITE_READONLY' });
+        };
+        return driver;
+      }
+    }
+    const db = new Kysely<Database>({ dialect: new CommitRefused({ database: new SQLite(join(dir, 'commit.db')) }) });
+    await migrate(db);
+    const { lines, log } = capture();
+    const writer = new GenerationWriter(db, log, 5, 1_000);
+    const failures: string[] = [];
+    writer.hooks = { writeFailed: (code) => failures.push(code) };
+    try {
+      writer.enqueue(row('ro1'));
+      await until('a failed write', () => failures.length >= 1);
+      assert.equal(failures[0], 'SQLITE_READONLY');
+      assert.equal(writer.problem, 'generation records cannot be written: SQLITE_READONLY: attempt to write a readonly database');
+      assert.equal(lines.find((l) => l.level === 'error')?.obj.err.code, 'SQLITE_READONLY');
+      refuse = false;
+      await until('the retry to succeed', () => writer.queued === 0, 10_000);
+      assert.equal(writer.problem, null);
+      assert.equal((await db.selectFrom('generations').select('id').where('id', '=', 'ro1').execute()).length, 1);
+    } finally {
+      await writer.close();
+      await db.destroy();
+    }
   });
 
   test('strict durability: add() resolves once the row is committed, or after one failed try; no wait while writes keep failing', async () => {
