@@ -242,6 +242,32 @@ describe('records through the gateway', () => {
     assert.match(await metrics(), /opinference_tokens_total\{model="test\/model",provider="up",direction="prompt"\} 10000\d{4}\n/);
   });
 
+  test('usage clamped by one rule: the response, the record and the cost agree, every change named, counted in /metrics', async () => {
+    const clampedTotal = async () => Number(/^opinference_records_clamped_total (\d+)$/m.exec(await metrics())?.[1] ?? 'NaN');
+    const before = await clampedTotal();
+    upstream.enqueue({
+      json: {
+        id: 'x', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: -5, completion_tokens: 2.5, total_tokens: 0, prompt_tokens_details: { cached_tokens: 1e30 }, completion_tokens_details: { reasoning_tokens: 7 } },
+      },
+    });
+    const res = await post({ model: 'test/model', messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(res.status, 200);
+    const body = (await res.json()) as Json;
+    assert.equal(body.usage.prompt_tokens, 0);
+    assert.equal(body.usage.completion_tokens, 3);
+    assert.equal(body.usage.prompt_tokens_details?.cached_tokens ?? 0, 0);
+    assert.equal(body.usage.completion_tokens_details?.reasoning_tokens, 3);
+    await gw.flush();
+    const rec = await gw.store.db.selectFrom('generations').selectAll().where('id', '=', body.id).executeTakeFirstOrThrow();
+    assert.deepEqual([rec.prompt_tokens, rec.completion_tokens, rec.cached_tokens, rec.reasoning_tokens], [0, 3, 0, 3]);
+    assert.equal(BigInt(rec.cost_pico), 3n * 2_000_000n, 'no charge for cached tokens beyond the prompt');
+    assert.deepEqual((JSON.parse(rec.detail) as Json).warnings.filter((w: string) => w.startsWith('usage_clamped')), [
+      'usage_clamped: prompt_tokens -5 → 0, completion_tokens 2.5 → 3, cached_tokens 1e+30 → 0, reasoning_tokens 7 → 3 (each count a whole number in [0, 100000000]; cached and cache-write tokens at most prompt_tokens, reasoning_tokens at most completion_tokens)',
+    ]);
+    assert.equal(await clampedTotal(), before + 1);
+  });
+
   test('SQLITE_FULL: /ready 503 with the real error, write failures counted, the record kept and written once there is room', async () => {
     gw.gateway.runtime().writer.configure({ flush_interval_ms: 5 });
     const pages = await sql<{ page_count: number }>`PRAGMA page_count`.execute(gw.store.db);

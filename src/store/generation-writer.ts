@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database, GenerationsTable } from './schema.js';
 import { applyRollups } from './usage-rollup.js';
+import { USAGE_CLAMPED } from '../accounting/usage-bounds.js';
 import { boundRow, degradedRow, isEnvironmentError, describeWriteError } from './record-guard.js';
 import { DatabaseFileWatch } from './database-file-watch.js';
 
@@ -326,7 +327,8 @@ export class GenerationWriter {
 
   private bounded(row: GenerationsTable): GenerationsTable {
     const b = boundRow(row);
-    if (b !== row) this.hooks.clamped?.();
+    // Counted once per record: usage clamped upstream of the writer (meterUsage) was counted there.
+    if (b.detail !== row.detail && !row.detail.includes(USAGE_CLAMPED)) this.hooks.clamped?.();
     return b;
   }
 
