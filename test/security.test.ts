@@ -185,6 +185,17 @@ describe('CORS (server.cors)', () => {
     assert.equal(pre.headers['access-control-max-age'], '600');
   });
 
+  test('an OPTIONS that is not a preflight (no Origin, or no Access-Control-Request-Method) gets the JSON error envelope', async () => {
+    for (const headers of [{}, { origin }, { 'access-control-request-method': 'POST' }] as Record<string, string>[]) {
+      const res = await raw(gw.origin, 'OPTIONS', '/v1/models', headers);
+      assert.equal(res.status, 400, JSON.stringify(headers));
+      assert.match(String(res.headers['content-type']), /^application\/json/);
+      const error = (JSON.parse(res.body) as { error: { code: string; message: string } }).error;
+      assert.equal(error.code, 'invalid_request');
+      assert.equal(error.message, 'an OPTIONS request is a CORS preflight: it needs the Origin and Access-Control-Request-Method headers');
+    }
+  });
+
   test('answers to an allowed origin carry the CORS headers, errors included; other origins get none', async () => {
     const key = await gw.createKey('cors-on');
     const ok = await raw(gw.origin, 'POST', '/v1/chat/completions', { origin, authorization: `Bearer ${key.secret}` }, JSON.stringify({ model: 'test/model', messages: [{ role: 'user', content: 'hi' }] }));
