@@ -273,6 +273,16 @@ async function migrateCommand(values: { from?: string; to?: string; resume?: boo
 
 type KeyFlags = { config?: string; name?: string; 'expires-in-days'?: string; limit?: string; 'limit-reset'?: string; rpm?: string; tpm?: string; models?: string; retention?: string };
 
+/**
+ * The ids of `--models a/b,c/d`. A list that names no model (`""`, `" "`, `","`) is refused:
+ * an empty `allowed_models` means "every model", so accepting it would fail open.
+ */
+function modelList(flag: string): string[] {
+  const ids = flag.split(',').map((m) => m.trim()).filter(Boolean);
+  if (ids.length === 0) fail(`--models ${JSON.stringify(flag)} names no model; give model ids (--models a/b,c/d), or leave --models out to allow every model`);
+  return ids;
+}
+
 /** Key settings from CLI flags, validated like the admin API's. */
 function settingsFromFlags(values: KeyFlags): Partial<KeySettings> {
   const int = (flag: string, v: string | undefined) => {
@@ -285,7 +295,7 @@ function settingsFromFlags(values: KeyFlags): Partial<KeySettings> {
     limit: values.limit ?? null,
     limit_reset: values['limit-reset'] ?? 'never',
     rate_limit: { requests_per_minute: int('rpm', values.rpm), tokens_per_minute: int('tpm', values.tpm) },
-    allowed_models: values.models ? values.models.split(',').map((m) => m.trim()).filter(Boolean) : [],
+    allowed_models: values.models === undefined ? [] : modelList(values.models),
     retention: values.retention === undefined ? null : values.retention === 'none' ? 'none' : Number(values.retention),
   };
   const parsed = keySettingsSchema.safeParse(raw);
@@ -319,8 +329,9 @@ async function keysCommand(sub: string | undefined, arg: string | undefined, val
       }
       const settings = settingsFromFlags(values);
       const { key, secret } = await withDatabase((db) => createKey(db, name, expiresAt, settings));
-      process.stdout.write(`created key ${key.id} (${key.name})\n`);
-      process.stdout.write(`secret (shown once, store it now):\n${secret}\n`);
+      // stdout carries the secret alone (`K=$(opinference keys create --name x)`); the rest is for the operator.
+      process.stderr.write(`created key ${key.id} (${key.name}); its secret is on stdout, shown once: store it now\n`);
+      process.stdout.write(`${secret}\n`);
       return;
     }
     case 'list': {

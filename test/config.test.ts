@@ -98,3 +98,18 @@ test('config: YAML syntax errors and the example config', () => {
   assert.equal(example.config.models.length, 2);
   assert.equal(example.config.providers[1]!.base_url, 'http://127.0.0.1:8000/v1');
 });
+
+test('config: the server timeouts cross-check is reported with the other server errors, once', () => {
+  const withServer = (server: Record<string, unknown>) => ({ ...(base as Record<string, unknown>), server });
+  // Other server.* fields wrong as well: the cross-field check still runs (zod skips an object's refine then).
+  assert.deepEqual(issuesOf(() => parseConfig(withServer({ body_limit_bytes: 'ten', headers_timeout_ms: 200_000, request_timeout_ms: 1000 }), 'x.yaml', { GROQ_API_KEY: 'k' })), [
+    'server.body_limit_bytes: Expected number, received string',
+    'server.headers_timeout_ms: headers_timeout_ms must not be longer than request_timeout_ms',
+  ]);
+  // Alone it is listed once; against the default request_timeout_ms (120 s) too.
+  assert.deepEqual(issuesOf(() => parseConfig(withServer({ headers_timeout_ms: 200_000, request_timeout_ms: 1000 }), 'x.yaml', { GROQ_API_KEY: 'k' })), ['server.headers_timeout_ms: headers_timeout_ms must not be longer than request_timeout_ms']);
+  assert.deepEqual(issuesOf(() => parseConfig(withServer({ headers_timeout_ms: 200_000, bogus: 1 }), 'x.yaml', { GROQ_API_KEY: 'k' })), [
+    'server.bogus: unknown key',
+    'server.headers_timeout_ms: headers_timeout_ms must not be longer than request_timeout_ms',
+  ]);
+});

@@ -75,3 +75,36 @@ test('10 MB bodies of any shape keep the event loop responsive', async (t) => {
     await sink.close();
   }
 });
+
+test('bodies of many small items: refused by their length before validation, or relayed, within the loop budget', async (t) => {
+  const sink = await startSink();
+  const gw = await startGateway(oneModelConfig(sink.url, { model: { context_length: 50_000_000 } }));
+  try {
+    const url = `${gw.baseURL}/chat/completions`;
+    const tool = (i: number) => ({ type: 'function', function: { name: `f${i}`, parameters: { type: 'object' } } });
+    const refused: [string, string, string, string][] = [
+      ['340,000 one-letter messages', JSON.stringify({ model: 'test/model', messages: Array.from({ length: 340_000 }, () => ({ role: 'user', content: 'a' })) }), 'messages', 'messages: 340000 messages; at most 50000 are allowed (server.max_messages)'],
+      ['100,000 tools', JSON.stringify({ model: 'test/model', messages: [{ role: 'user', content: 'a' }], tools: Array.from({ length: 100_000 }, (_, i) => tool(i)) }), 'tools', 'tools: at most 512 tools are allowed'],
+      ['360,000 text parts in one message', JSON.stringify({ model: 'test/model', messages: [{ role: 'user', content: Array.from({ length: 360_000 }, () => ({ type: 'text', text: 'a' })) }] }), 'messages[0].content', 'messages[0].content: more than 50000 content parts in all messages together (server.max_content_parts)'],
+    ];
+    for (const [name, body, param, message] of refused) {
+      assert.ok(body.length < 10 * 1024 * 1024, `${name}: body fits the default limit`);
+      const r = await timedPost(url, gw.adminKey, body);
+      t.diagnostic(`${name}: HTTP ${r.status}, max event-loop delay ${r.maxDelayMs.toFixed(0)} ms`);
+      assert.equal(r.status, 400);
+      const error = (r.json as { error?: { code: string; param?: string; message?: string } }).error;
+      assert.equal(error?.param, param);
+      assert.equal(error?.message, message);
+      assert.ok(r.maxDelayMs < MAX_LOOP_DELAY_MS, `${name}: the event loop was blocked ${r.maxDelayMs.toFixed(0)} ms`);
+    }
+    // At the default limit the body is relayed, still within the budget.
+    const atLimit = JSON.stringify({ model: 'test/model', messages: Array.from({ length: 50_000 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: 'a' })) });
+    const r = await timedPost(url, gw.adminKey, atLimit);
+    t.diagnostic(`50,000 one-letter messages (the default server.max_messages): HTTP ${r.status}, max event-loop delay ${r.maxDelayMs.toFixed(0)} ms`);
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    assert.ok(r.maxDelayMs < MAX_LOOP_DELAY_MS, `at the limit: the event loop was blocked ${r.maxDelayMs.toFixed(0)} ms`);
+  } finally {
+    await gw.close();
+    await sink.close();
+  }
+});

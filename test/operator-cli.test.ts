@@ -58,8 +58,9 @@ describe('opinference CLI for operators', { skip }, () => {
   test('commands that use the database say which one, on stderr (stdout keeps the secret alone)', async () => {
     const created = await cli('keys', 'create', '--name', 'first');
     assert.equal(created.code, 0, created.stderr);
-    assert.equal(created.stderr, `database: ${join(dir, 'keys.db')} (OP_DATABASE_URL)\n`);
-    assert.match(created.stdout, /^created key key_\w+ \(first\)\nsecret \(shown once, store it now\):\nop-[\w-]{43}\n$/);
+    assert.match(created.stderr, new RegExp(`^database: ${join(dir, 'keys.db').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(OP_DATABASE_URL\\)\\ncreated key key_\\w+ \\(first\\); its secret is on stdout, shown once: store it now\\n$`));
+    // `K=$(opinference keys create --name x)` captures the secret and nothing else.
+    assert.match(created.stdout, /^op-[\w-]{43}\n$/);
     const migrated = await cli('migrate');
     assert.equal(migrated.stderr, `database: ${join(dir, 'keys.db')} (OP_DATABASE_URL)\n`);
     const listed = await cli('keys', 'list');
@@ -78,10 +79,20 @@ describe('opinference CLI for operators', { skip }, () => {
     assert.equal(ok.code, 0, ok.stderr);
   });
 
+  test('keys create --models with no model in it ("", " ", ",") is refused, not an unrestricted key', async () => {
+    for (const flag of ['', ' ', ',', ' , ']) {
+      const r = await cli('keys', 'create', '--name', 'failopen', '--models', flag);
+      assert.equal(r.code, 1, `--models ${JSON.stringify(flag)}: ${r.stdout}`);
+      assert.equal(r.stdout, '');
+      assert.equal(r.stderr.split('\n').at(-2), `opinference: --models ${JSON.stringify(flag)} names no model; give model ids (--models a/b,c/d), or leave --models out to allow every model`);
+    }
+    assert.doesNotMatch((await cli('keys', 'list')).stdout, /failopen/);
+  });
+
   test('keys disable / delete: a name shared by several keys is refused; an id or a unique name works', async () => {
     const a = await cli('keys', 'create', '--name', 'dup');
     const b = await cli('keys', 'create', '--name', 'dup');
-    const idOf = (r: Ran) => /created key (key_\w+)/.exec(r.stdout)![1]!;
+    const idOf = (r: Ran) => /created key (key_\w+)/.exec(r.stderr)![1]!;
     const [idA, idB] = [idOf(a), idOf(b)];
     for (const verb of ['disable', 'delete']) {
       const refused = await cli('keys', verb, 'dup');

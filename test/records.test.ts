@@ -9,10 +9,13 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sql } from 'kysely';
+import SQLite from 'better-sqlite3';
+import { CompiledQuery, Kysely, SqliteDialect, sql, type DatabaseConnection, type Driver } from 'kysely';
+import type { Database } from '../src/store/schema.js';
 import { startUpstream, type Upstream } from './helpers/replay-upstream.js';
 import { oneModelConfig, startGateway, type TestGateway } from './helpers/gateway.js';
 import { openDatabase, type OpenDatabase } from '../src/store/database.js';
+import { sqliteOnly } from './helpers/test-database.js';
 import { migrate } from '../src/store/migrations.js';
 import { GenerationWriter } from '../src/store/generation-writer.js';
 import { MAX_USAGE_TOKENS } from '../src/accounting/usage-bounds.js';
@@ -123,6 +126,44 @@ describe('record writer', () => {
     assert.equal(Number(n.n), 2);
   });
 
+  test('a COMMIT refused (read-only file): the real error is reported, not the ROLLBACK\'s "no transaction is active"', async () => {
+    // SQLite rolls a transaction back by itself when its COMMIT fails on a read-only or immutable
+    // file (or an I/O error); the driver below does what SQLite does, then fails the COMMIT.
+    let refuse = true;
+    class CommitRefused extends SqliteDialect {
+      override createDriver(): Driver {
+        const driver = super.createDriver();
+        const commit = driver.commitTransaction.bind(driver);
+        driver.commitTransaction = async (conn: DatabaseConnection) => {
+          if (!refuse) return commit(conn);
+          await conn.executeQuery(CompiledQuery.raw('rollback'));
+          throw Object.assign(new Error('attempt to write a readonly database'), { code: 'SQLITE_READONLY' });
+        };
+        return driver;
+      }
+    }
+    const db = new Kysely<Database>({ dialect: new CommitRefused({ database: new SQLite(join(dir, 'commit.db')) }) });
+    await migrate(db);
+    const { lines, log } = capture();
+    const writer = new GenerationWriter(db, log, 5, 1_000);
+    const failures: string[] = [];
+    writer.hooks = { writeFailed: (code) => failures.push(code) };
+    try {
+      writer.enqueue(row('ro1'));
+      await until('a failed write', () => failures.length >= 1);
+      assert.equal(failures[0], 'SQLITE_READONLY');
+      assert.equal(writer.problem, 'generation records cannot be written: SQLITE_READONLY: attempt to write a readonly database');
+      assert.equal(lines.find((l) => l.level === 'error')?.obj.err.code, 'SQLITE_READONLY');
+      refuse = false;
+      await until('the retry to succeed', () => writer.queued === 0, 10_000);
+      assert.equal(writer.problem, null);
+      assert.equal((await db.selectFrom('generations').select('id').where('id', '=', 'ro1').execute()).length, 1);
+    } finally {
+      await writer.close();
+      await db.destroy();
+    }
+  });
+
   test('strict durability: add() resolves once the row is committed, or after one failed try; no wait while writes keep failing', async () => {
     const { log } = capture();
     const writer = new GenerationWriter(store.db, log, 60_000, 1_000);
@@ -202,7 +243,33 @@ describe('records through the gateway', () => {
     assert.match(await metrics(), /opinference_tokens_total\{model="test\/model",provider="up",direction="prompt"\} 10000\d{4}\n/);
   });
 
-  test('SQLITE_FULL: /ready 503 with the real error, write failures counted, the record kept and written once there is room', async () => {
+  test('usage clamped by one rule: the response, the record and the cost agree, every change named, counted in /metrics', async () => {
+    const clampedTotal = async () => Number(/^opinference_records_clamped_total (\d+)$/m.exec(await metrics())?.[1] ?? 'NaN');
+    const before = await clampedTotal();
+    upstream.enqueue({
+      json: {
+        id: 'x', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: -5, completion_tokens: 2.5, total_tokens: 0, prompt_tokens_details: { cached_tokens: 1e30 }, completion_tokens_details: { reasoning_tokens: 7 } },
+      },
+    });
+    const res = await post({ model: 'test/model', messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(res.status, 200);
+    const body = (await res.json()) as Json;
+    assert.equal(body.usage.prompt_tokens, 0);
+    assert.equal(body.usage.completion_tokens, 3);
+    assert.equal(body.usage.prompt_tokens_details?.cached_tokens ?? 0, 0);
+    assert.equal(body.usage.completion_tokens_details?.reasoning_tokens, 3);
+    await gw.flush();
+    const rec = await gw.store.db.selectFrom('generations').selectAll().where('id', '=', body.id).executeTakeFirstOrThrow();
+    assert.deepEqual([rec.prompt_tokens, rec.completion_tokens, rec.cached_tokens, rec.reasoning_tokens], [0, 3, 0, 3]);
+    assert.equal(BigInt(rec.cost_pico), 3n * 2_000_000n, 'no charge for cached tokens beyond the prompt');
+    assert.deepEqual((JSON.parse(rec.detail) as Json).warnings.filter((w: string) => w.startsWith('usage_clamped')), [
+      'usage_clamped: prompt_tokens -5 → 0, completion_tokens 2.5 → 3, cached_tokens 1e+30 → 0, reasoning_tokens 7 → 3 (each count a whole number in [0, 100000000]; cached and cache-write tokens at most prompt_tokens, reasoning_tokens at most completion_tokens)',
+    ]);
+    assert.equal(await clampedTotal(), before + 1);
+  });
+
+  test('SQLITE_FULL: /ready 503 with the real error, write failures counted, the record kept and written once there is room', { skip: sqliteOnly('fills the database with SQLite\'s max_page_count') }, async () => {
     gw.gateway.runtime().writer.configure({ flush_interval_ms: 5 });
     const pages = await sql<{ page_count: number }>`PRAGMA page_count`.execute(gw.store.db);
     await sql.raw(`PRAGMA max_page_count = ${pages.rows[0]!.page_count}`).execute(gw.store.db);

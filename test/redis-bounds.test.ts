@@ -129,6 +129,20 @@ test('Redis commands time out, the gateway waits for Redis at start, key creatio
       assert.equal(created.data.usage, '0');
       assert.equal(created.data.limit_remaining, '1');
 
+      // Key management does not depend on the limit store: list, read and update answer, with
+      // usage from the records and a note.
+      const listed = await fetch(`${gw.baseURL}/keys`, { headers: admin, signal: AbortSignal.timeout(5000) });
+      assert.equal(listed.status, 200, await listed.clone().text());
+      const limited = ((await listed.json()) as { data: { id: string; name: string; usage_note?: string }[] }).data.find((k) => k.name === 'limited')!;
+      assert.match(limited.usage_note ?? '', /^the limit store is unavailable: usage is read from the written records/);
+      const one = await fetch(`${gw.baseURL}/keys/${limited.id}`, { headers: admin, signal: AbortSignal.timeout(5000) });
+      assert.equal(one.status, 200);
+      const patched = await fetch(`${gw.baseURL}/keys/${limited.id}`, { method: 'PATCH', headers: admin, body: JSON.stringify({ limit: 7 }), signal: AbortSignal.timeout(5000) });
+      assert.equal(patched.status, 200, await patched.clone().text());
+      const data = ((await patched.json()) as { data: { limit: string | number; usage_note?: string } }).data;
+      assert.equal(String(data.limit), '7');
+      assert.ok(data.usage_note);
+
       proxy.thaw();
       let after = await chat(gw, secret);
       for (let i = 0; i < 30 && after.status !== 200; i++) {

@@ -6,6 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
+import net from 'node:net';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -88,6 +89,24 @@ after(async () => {
 });
 
 describe('authentication is decided by the matched route', () => {
+  test('a request the HTTP parser refuses (chunked body with Content-Length, bad chunk size) gets the JSON envelope, not the server default', async () => {
+    const port = Number(new URL(gw.origin).port);
+    const head = `DELETE /v1/keys/x HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${gw.adminKey}\r\ncontent-type: application/json\r\n`;
+    for (const request of [`${head}content-length: 2\r\ntransfer-encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`, `${head}transfer-encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`]) {
+      const answer = await new Promise<string>((resolve) => {
+        let out = '';
+        const socket = net.connect(port, '127.0.0.1', () => socket.write(request));
+        socket.on('data', (d: Buffer) => { out += d.toString('utf8'); });
+        socket.on('error', () => resolve(out));
+        socket.on('close', () => resolve(out));
+      });
+      assert.match(answer, /^HTTP\/1\.1 400 Bad Request\r\n/);
+      assert.match(answer, /\r\ncontent-type: application\/json; charset=utf-8\r\n/);
+      const error = (JSON.parse(answer.split('\r\n\r\n')[1]!) as { error: { code: string; message: string } }).error;
+      assert.deepEqual([error.code, error.message], ['invalid_request', 'malformed HTTP request']);
+    }
+  });
+
   test('GET /%76%31/models without a key is 401; DELETE /%76%31/keys/x is 401, and 404 with the admin key', async () => {
     const models = await raw(gw.origin, 'GET', '/%76%31/models');
     assert.equal(models.status, 401);
@@ -183,6 +202,17 @@ describe('CORS (server.cors)', () => {
     assert.match(String(pre.headers['access-control-allow-methods']), /POST/);
     assert.equal(pre.headers['access-control-allow-headers'], 'authorization, content-type');
     assert.equal(pre.headers['access-control-max-age'], '600');
+  });
+
+  test('an OPTIONS that is not a preflight (no Origin, or no Access-Control-Request-Method) gets the JSON error envelope', async () => {
+    for (const headers of [{}, { origin }, { 'access-control-request-method': 'POST' }] as Record<string, string>[]) {
+      const res = await raw(gw.origin, 'OPTIONS', '/v1/models', headers);
+      assert.equal(res.status, 400, JSON.stringify(headers));
+      assert.match(String(res.headers['content-type']), /^application\/json/);
+      const error = (JSON.parse(res.body) as { error: { code: string; message: string } }).error;
+      assert.equal(error.code, 'invalid_request');
+      assert.equal(error.message, 'an OPTIONS request is a CORS preflight: it needs the Origin and Access-Control-Request-Method headers');
+    }
   });
 
   test('answers to an allowed origin carry the CORS headers, errors included; other origins get none', async () => {

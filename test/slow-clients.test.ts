@@ -89,6 +89,9 @@ test('client timeouts, 401 close and readable 413s', async (t) => {
       trickle(c, 100);
       await withTimeout(c.closed, 3000, 'trickled head');
       assert.match(c.received(), /^HTTP\/1\.1 408 /);
+      // The gateway's error envelope, not the HTTP server's own body.
+      assert.match(c.received(), /\r\ncontent-type: application\/json; charset=utf-8\r\n/);
+      assert.equal((JSON.parse(c.received().split('\r\n\r\n')[1]!) as { error: { code: string } }).error.code, 'request_timeout');
     });
 
     await t.test('1,100 trickling sockets leave /health reachable and are all closed', async () => {

@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startUpstream, type Upstream } from './helpers/replay-upstream.js';
 import { startGateway, type TestGateway } from './helpers/gateway.js';
-import { providerSecrets, redactSecrets } from '../src/providers/upstream-errors.js';
+import { providerSecrets, redactAndTruncate, redactSecrets } from '../src/providers/upstream-errors.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -97,6 +97,39 @@ describe('upstream errors are client-safe for every provider kind', () => {
     assert.equal(await lastErrorMessage(), error.message);
   });
 
+  test('openai: param, code, type and metadata quoting the key are redacted too (client and record)', async () => {
+    openai.enqueue({ status: 400, json: { error: { message: 'bad', code: API_KEY, type: HEADER_SECRET, param: `headers.x-extra-auth=${HEADER_SECRET}`, metadata: { raw: API_KEY, nested: { k: HEADER_SECRET } } } } });
+    const res = await post('t/openai');
+    assert.equal(res.status, 400);
+    assertScrubbed(res.text);
+    const error = (JSON.parse(res.text) as Json).error as Json;
+    assert.equal(error.param, 'headers.x-extra-auth=[redacted]');
+    assert.equal(error.metadata.upstream_code, '[redacted]');
+    assertScrubbed(String(await lastErrorMessage()));
+  });
+
+  for (const pad of [1990, 1995, 1999]) {
+    test(`openai: a key crossing the ${2000}-character cut (at ${pad}) is redacted before the cut, client and record`, async () => {
+      openai.enqueue({ status: 401, json: { error: { message: `${'x'.repeat(pad)}${HEADER_SECRET} and more text after it`, code: 'invalid_api_key' } } });
+      const res = await post('t/openai');
+      const error = (JSON.parse(res.text) as Json).error as Json;
+      assert.ok(!String(error.message).includes(HEADER_SECRET.slice(0, 5)), `prefix of the secret leaked: …${String(error.message).slice(-30)}`);
+      assert.ok(String(error.message).length <= 2000 + '[redacted]'.length);
+      assert.ok(String(error.message).startsWith('x'.repeat(pad)));
+      const stored = String(await lastErrorMessage());
+      assert.ok(!stored.includes(HEADER_SECRET.slice(0, 5)));
+    });
+  }
+
+  test('a huge upstream message, code and param are bounded', async () => {
+    openai.enqueue({ status: 400, json: { error: { message: 'L'.repeat(20_000), code: 'C'.repeat(20_000), param: 'P'.repeat(20_000) } } });
+    const res = await post('t/openai');
+    const error = (JSON.parse(res.text) as Json).error as Json;
+    assert.equal(error.message.length, 2000, JSON.stringify(error).slice(0, 300));
+    assert.equal(error.param?.length, 256, JSON.stringify({ ...error, message: 0, metadata: 0 }));
+    assert.equal(error.metadata.upstream_code.length, 2000);
+  });
+
   test('anthropic: a stream that ends early is reported without the provider prefix', async () => {
     claude.enqueue({ sse: [JSON.stringify({ type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', content: [], model: 'm', usage: { input_tokens: 1, output_tokens: 0 } } })], framing: 'anthropic' });
     const res = await post('t/claude', true);
@@ -114,6 +147,14 @@ describe('redactSecrets', () => {
     assert.equal(redactSecrets('token my-private-proxy-token rejected', ['my-private-proxy-token']), 'token [redacted] rejected');
     assert.equal(redactSecrets('The model `gpt-x` does not exist', ['sk-whatever-long']), 'The model `gpt-x` does not exist');
     assert.equal(redactSecrets('Incorrect API key provided: sk-proj-abcdefghijklmnop1234.'), 'Incorrect API key provided: [redacted].');
+  });
+
+  test('redactAndTruncate: redact first, then cut; a cut tail that starts a secret is redacted too', () => {
+    const secret = 'abcdefghijklmnop';
+    assert.equal(redactAndTruncate(`${'a'.repeat(10)}${secret} tail`, [secret], 20), `${'a'.repeat(10)}[redacted]`);
+    // The upstream cut the key itself: its first 12 characters end the text after our cut.
+    assert.equal(redactAndTruncate(`${'z'.repeat(10)}${secret.slice(0, 12)}${'q'.repeat(50)}`, [secret], 22), `${'z'.repeat(10)}[redacted]`);
+    assert.equal(redactAndTruncate('short text', [secret], 2000), 'short text');
   });
 
   test('providerSecrets: the key and header values, longest first, short values skipped', () => {

@@ -130,6 +130,15 @@ function checkReferences(raw: unknown): string[] {
       aliases.set(a, asString(m.id) ?? `models[${i}]`);
     });
   });
+  // The schema's own refine of `server` runs only when every other server field is valid; here it
+  // runs whatever else is wrong (same message: the report lists it once).
+  const server = config.server !== null && typeof config.server === 'object' ? (config.server as Loose) : {};
+  const timeout = (v: unknown, dflt: number) => (v === undefined ? dflt : Number.isInteger(v) && (v as number) >= 0 ? (v as number) : undefined);
+  const headers = timeout(server.headers_timeout_ms, 15_000);
+  const request = timeout(server.request_timeout_ms, 120_000);
+  if (headers !== undefined && request !== undefined && request !== 0 && headers !== 0 && headers > request) {
+    issues.push('server.headers_timeout_ms: headers_timeout_ms must not be longer than request_timeout_ms');
+  }
   issues.push(...checkPresetReferences(config, models));
   return issues;
 }

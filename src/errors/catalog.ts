@@ -64,7 +64,7 @@ export const ERROR_CATALOG = define({
   },
   request_timeout: {
     status: 408, kind: 'retryable', scope: 'request', type: 'invalid_request_error',
-    description: 'The client stopped sending its request body for longer than `server.body_idle_timeout_ms`; the connection is closed. (A head slower than `server.headers_timeout_ms` or a whole request slower than `server.request_timeout_ms` gets a bare 408 from the HTTP server.)',
+    description: 'The client was too slow: its request body went silent for longer than `server.body_idle_timeout_ms`, its head took longer than `server.headers_timeout_ms`, or the whole request longer than `server.request_timeout_ms`; the connection is closed.',
   },
   unsupported_parameter: {
     status: 400, kind: 'terminal', scope: 'request', type: 'invalid_request_error',

@@ -1,5 +1,5 @@
 import { computeCost, picoToUsdNumber } from '../accounting/cost.js';
-import { clampUsage } from '../accounting/usage-bounds.js';
+import { clampUsage, USAGE_CLAMPED } from '../accounting/usage-bounds.js';
 import type { PromptSize } from '../accounting/estimate-tokens.js';
 import type { Usage } from '../core/chat-types.js';
 import type { ResolvedEndpoint } from '../providers/types.js';
@@ -85,4 +85,6 @@ function recordMetrics(rt: GatewayRuntime, row: ReturnType<GenerationDraft['toRo
   m.latency.observe({ model, streamed: row.streamed ? 'true' : 'false' }, row.latency_ms / 1000);
   if (row.streamed && row.ttft_ms !== null) m.ttft.observe({ model }, row.ttft_ms / 1000);
   for (const a of draft.attempts) m.attempts.inc({ endpoint: a.endpoint, code: a.error_code ?? 'ok' });
+  // Usage is clamped where it is metered (meterUsage); the writer counts only what it clamps itself.
+  if (draft.warnings.some((w) => w.startsWith(USAGE_CLAMPED))) m.recordsClamped.inc();
 }

@@ -1,3 +1,4 @@
+import { checkBodyBounds } from '../ingress/body-bounds.js';
 import { PromptSize } from '../accounting/estimate-tokens.js';
 import { toGatewayError, type GatewayError } from '../errors/gateway-error.js';
 import type { IngressAdapter, PrepareContext } from '../ingress/types.js';
@@ -31,6 +32,8 @@ export async function serveGeneration(
   const draft = new GenerationDraft(newGenerationId(), requestId, key.isAdmin ? null : key.id, ingress.api, peek(body, 'stream') === true, typeof model === 'string' ? model.slice(0, 200) : '');
   let input: GenerationInput;
   try {
+    const server = rt.config.server;
+    checkBodyBounds(body, { maxMessages: server.max_messages, maxContentParts: server.max_content_parts });
     let request = ingress.parse(body);
     if (ingress.output === 'generation' && ingress.prepare) request = await ingress.prepare(request, prepareContext(rt, key, request));
     const chat = resolveAliases(rt.catalog, ingress.toChat(request));

@@ -202,9 +202,12 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
       for await (const event of sseEvents(res.body, rt.config.server.upstream_max_event_bytes, target.provider.id)) {
         if (relay.raw) await relay.relayEvent(event, transform.push(event));
         else for (const part of transform.push(event)) await relay.emit(part);
-        if (state.clientGone.signal.aborted) break;
+        // Past the upstream's end of stream ([DONE]) nothing is read: a restart is never relayed.
+        if (state.clientGone.signal.aborted || transform.ended?.()) break;
       }
       if (!state.clientGone.signal.aborted) for (const part of transform.flush()) await relay.emit(part);
+      const oddities = transform.warnings?.() ?? [];
+      if (oddities.length > 0) draft.warnings = [...draft.warnings, ...oddities];
     }
     if (relay.raw) {
       // The upstream's own events, message_stop included, are with the client: nothing to add.

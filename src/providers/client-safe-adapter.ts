@@ -32,7 +32,10 @@ export function withClientSafeErrors(adapter: ProviderAdapter, provider: Provide
     },
     createStreamTransform(operation): StreamTransform {
       const inner = adapter.createStreamTransform(operation);
-      return { push: (event) => safeParts(inner.push(event)), flush: () => safeParts(inner.flush()) };
+      const outer: StreamTransform = { push: (event) => safeParts(inner.push(event)), flush: () => safeParts(inner.flush()) };
+      if (inner.ended) outer.ended = inner.ended.bind(inner);
+      if (inner.warnings) outer.warnings = inner.warnings.bind(inner);
+      return outer;
     },
     parseErrorResponse: (status, headers, bodyText) => clientSafeUpstreamError(adapter.parseErrorResponse(status, headers, bodyText), ref),
   };

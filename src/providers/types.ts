@@ -36,6 +36,13 @@ export interface StreamTransform {
   push(event: { data: string; event?: string | undefined }): StreamPart[];
   /** The stream ended; return what is still buffered. */
   flush(): StreamPart[];
+  /**
+   * Whether the upstream said the stream is complete (OpenAI's `data: [DONE]`): the relay stops
+   * reading there, and anything the upstream sends after it is never relayed.
+   */
+  ended?(): boolean;
+  /** Oddities of the stream worth keeping in the generation record (`detail.warnings`). */
+  warnings?(): string[];
 }
 
 /** Which upstream operation a call performs. */

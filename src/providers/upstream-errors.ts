@@ -44,8 +44,45 @@ export function redactSecrets(text: string, secrets: readonly string[] = []): st
   return out;
 }
 
+/** Longest upstream error message relayed to a client or stored, in characters (after redaction). */
+export const MAX_UPSTREAM_MESSAGE = 2000;
+
+/** Longest upstream-provided short field (`param`, a code or type, a metadata value), in characters. */
+export const MAX_UPSTREAM_FIELD = 256;
+
+/**
+ * How much of an upstream error text the adapters read before it reaches
+ * {@link clientSafeUpstreamError}, in characters: far more than {@link MAX_UPSTREAM_MESSAGE}, so
+ * that a secret crossing the final cut is still whole when it is redacted.
+ */
+export const UPSTREAM_TEXT_READ_LIMIT = 64 * 1024;
+
+/** Shortest secret prefix at the end of a cut text that is redacted too. */
+const MIN_SECRET_PREFIX = 8;
+
+/**
+ * Redact, then cut to `max` characters: redaction runs on the whole text, so a secret crossing the
+ * cut is replaced before it can be cut in half, and a cut text that still ends with the first
+ * 8 or more characters of a configured secret (an upstream that cut it itself) has that tail
+ * replaced too.
+ */
+export function redactAndTruncate(text: string, secrets: readonly string[], max: number): string {
+  const redacted = redactSecrets(text, secrets);
+  if (redacted.length <= max) return redacted;
+  let out = redacted.slice(0, max);
+  for (const secret of secrets) {
+    for (let k = Math.min(secret.length - 1, out.length); k >= MIN_SECRET_PREFIX; k--) {
+      if (out.endsWith(secret.slice(0, k))) {
+        out = out.slice(0, out.length - k) + REDACTED;
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 function redactValue(value: unknown, secrets: readonly string[]): unknown {
-  if (typeof value === 'string') return redactSecrets(value, secrets);
+  if (typeof value === 'string') return redactAndTruncate(value, secrets, MAX_UPSTREAM_MESSAGE);
   if (Array.isArray(value)) return value.map((v) => redactValue(v, secrets));
   if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactValue(v, secrets)]));
   return value;
@@ -53,16 +90,19 @@ function redactValue(value: unknown, secrets: readonly string[]): unknown {
 
 /**
  * An upstream error as it may leave the gateway (to the client, the logs and the generation
- * record): secrets of the provider redacted in the message and metadata, no `<provider id>: `
- * prefix in the message, and the provider id in `metadata.provider_name`.
+ * record): secrets of the provider redacted in every upstream-derived string (the message,
+ * `param`, and every metadata value such as `upstream_code`), each redacted first and then cut
+ * (message to {@link MAX_UPSTREAM_MESSAGE}, `param` to {@link MAX_UPSTREAM_FIELD} characters), no
+ * `<provider id>: ` prefix in the message, and the provider id in `metadata.provider_name`.
  */
 export function clientSafeUpstreamError(err: GatewayError, provider: { id: string; secrets: readonly string[] }): GatewayError {
   const prefix = `${provider.id}: `;
   const unprefixed = err.message.startsWith(prefix) ? err.message.slice(prefix.length) : err.message;
-  const message = redactSecrets(unprefixed, provider.secrets);
+  const message = redactAndTruncate(unprefixed, provider.secrets, MAX_UPSTREAM_MESSAGE);
+  const param = typeof err.param === 'string' ? redactAndTruncate(err.param, provider.secrets, MAX_UPSTREAM_FIELD) : err.param;
   const { provider: _legacy, ...rest } = err.metadata ?? {};
   const metadata = { ...(redactValue(rest, provider.secrets) as Record<string, unknown>), provider_name: provider.id };
-  return new GatewayError(err.code, message, { param: err.param, status: err.status, retryAfterSeconds: err.retryAfterSeconds, metadata, cause: err.cause });
+  return new GatewayError(err.code, message, { param, status: err.status, retryAfterSeconds: err.retryAfterSeconds, metadata, cause: err.cause });
 }
 
 /** What an upstream said about a failure, provider-neutral. */

@@ -35,7 +35,7 @@ import { GatewayMetrics } from '../pipeline/metrics.js';
 import { startRetentionPurge } from '../store/retention-purge.js';
 import { sendError } from './send-error.js';
 import { localModelsNotReady } from '../providers/local/local-model-files.js';
-import { clientTimeoutOptions, installClientLimits, sendBodyTooLarge } from './client-limits.js';
+import { clientErrorHandler, clientTimeoutOptions, installClientLimits, sendBodyTooLarge } from './client-limits.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import { subscribeGenAiPrometheus } from '../telemetry/prometheus-genai.js';
 
@@ -124,6 +124,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // Requests Node could not parse or that timed out before Fastify saw them: the same envelope.
+    clientErrorHandler,
     // Malformed URLs and the like get the same error envelope as everything else.
     frameworkErrors: (err, req, reply) => {
       sendError(reply, new GatewayError('invalid_request', `bad request: ${err.message}`), String(req.id ?? newRequestId()));

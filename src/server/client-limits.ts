@@ -1,8 +1,10 @@
 import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import type { ServerConfig } from '../config/schema.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { sendError } from './send-error.js';
+import { newRequestId } from '../util/ids.js';
 
 /**
  * Bounds on what one client connection may cost the gateway: how long its request head and
@@ -43,6 +45,30 @@ function bodyPending(raw: IncomingMessage): boolean {
 function rawResponse(status: number, reason: string, err: GatewayError, requestId: string): string {
   const body = JSON.stringify({ error: err.toBody(requestId) });
   return `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`;
+}
+
+/**
+ * Fastify's `clientErrorHandler`: what Node's HTTP server could not parse or timed out before a
+ * request existed (a head slower than `server.headers_timeout_ms`, a request slower than
+ * `server.request_timeout_ms`, headers too large, a malformed request) gets the gateway's JSON
+ * error envelope, then the connection is closed.
+ */
+export function clientErrorHandler(err: Error & { code?: string }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  let response: string;
+  const id = newRequestId();
+  switch (err.code) {
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      response = rawResponse(408, 'Request Timeout', new GatewayError('request_timeout', 'the request took longer than server.headers_timeout_ms (head) or server.request_timeout_ms (whole request); the connection is closed'), id);
+      break;
+    case 'HPE_HEADER_OVERFLOW':
+      response = rawResponse(431, 'Request Header Fields Too Large', new GatewayError('invalid_request', 'the request headers are too large', { status: 431 }), id);
+      break;
+    default:
+      response = rawResponse(400, 'Bad Request', new GatewayError('invalid_request', 'malformed HTTP request'), id);
+  }
+  if (socket.writable) socket.write(response);
+  socket.destroy();
 }
 
 /**

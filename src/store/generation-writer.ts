@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database, GenerationsTable } from './schema.js';
 import { applyRollups } from './usage-rollup.js';
+import { USAGE_CLAMPED } from '../accounting/usage-bounds.js';
 import { boundRow, degradedRow, isEnvironmentError, describeWriteError } from './record-guard.js';
 import { DatabaseFileWatch } from './database-file-watch.js';
 
@@ -304,33 +305,30 @@ export class GenerationWriter {
   }
 
   /**
-   * One transaction: the rows and their rollups. Throws the error that failed the transaction:
-   * SQLite rolls back by itself on SQLITE_FULL or an I/O error, and the ROLLBACK that follows
-   * then fails with "no transaction is active", which must not hide the real cause.
+   * One transaction: the rows and their rollups. Throws the first error of the transaction (the
+   * failed INSERT, rollup or COMMIT): SQLite rolls back by itself on SQLITE_FULL, SQLITE_READONLY
+   * or an I/O error, so the ROLLBACK that follows fails with "no transaction is active"; that
+   * error is ignored and never hides the real cause.
    */
   private async insert(rows: readonly GenerationsTable[]): Promise<void> {
-    let cause: unknown;
+    const trx = await this.db.startTransaction().execute();
     try {
-      await this.db.transaction().execute(async (trx) => {
-        try {
-          // SQLite caps bound variables per statement; 20 rows × 35 columns stays well under.
-          for (let i = 0; i < rows.length; i += 20) {
-            await trx.insertInto('generations').values(rows.slice(i, i + 20)).execute();
-          }
-          await applyRollups(trx, rows);
-        } catch (err) {
-          cause = err;
-          throw err;
-        }
-      });
+      // SQLite caps bound variables per statement; 20 rows × 35 columns stays well under.
+      for (let i = 0; i < rows.length; i += 20) {
+        await trx.insertInto('generations').values(rows.slice(i, i + 20)).execute();
+      }
+      await applyRollups(trx, rows);
+      await trx.commit().execute();
     } catch (err) {
-      throw cause ?? err;
+      await trx.rollback().execute().catch(() => {});
+      throw err;
     }
   }
 
   private bounded(row: GenerationsTable): GenerationsTable {
     const b = boundRow(row);
-    if (b !== row) this.hooks.clamped?.();
+    // Counted once per record: usage clamped upstream of the writer (meterUsage) was counted there.
+    if (b.detail !== row.detail && !row.detail.includes(USAGE_CLAMPED)) this.hooks.clamped?.();
     return b;
   }
 

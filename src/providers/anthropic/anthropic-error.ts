@@ -1,8 +1,9 @@
 import type { GatewayError } from '../../errors/gateway-error.js';
-import { parseRetryAfter, upstreamFailureToError } from '../upstream-errors.js';
+import { parseRetryAfter, UPSTREAM_TEXT_READ_LIMIT, upstreamFailureToError } from '../upstream-errors.js';
 import type { AnthropicErrorWire } from './anthropic-wire-types.js';
 
-const MAX_MESSAGE = 2000;
+/** Read limit of upstream error text: cut to its final length only after redaction (clientSafeUpstreamError). */
+const MAX_MESSAGE = UPSTREAM_TEXT_READ_LIMIT;
 
 /** Anthropic error `type` values and the HTTP status each one comes with. */
 export type AnthropicErrorType =

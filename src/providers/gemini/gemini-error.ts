@@ -1,10 +1,11 @@
 import { GatewayError } from '../../errors/gateway-error.js';
-import { parseRetryAfter, redactSecrets, upstreamFailureToError } from '../upstream-errors.js';
+import { parseRetryAfter, redactSecrets, UPSTREAM_TEXT_READ_LIMIT, upstreamFailureToError } from '../upstream-errors.js';
 import type { GeminiErrorWire } from './gemini-wire-types.js';
 
 import { inBandErrorStatus } from '../in-band-error-status.js';
 
-const MAX_MESSAGE = 2000;
+/** Read limit of upstream error text: cut to its final length only after redaction (clientSafeUpstreamError). */
+const MAX_MESSAGE = UPSTREAM_TEXT_READ_LIMIT;
 
 /** A Gemini 4xx/5xx message saying the prompt is over the model's input limit. */
 const TOKEN_LIMIT = [/input token count.*exceeds/i, /exceeds the maximum number of tokens/i, /token count.*exceeds.*limit/i];

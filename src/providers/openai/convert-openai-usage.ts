@@ -1,7 +1,9 @@
 import type { Usage } from '../../core/chat-types.js';
+import { reportedCount } from '../../accounting/usage-bounds.js';
 import type { OpenAIUsage } from './openai-wire-types.js';
 
-const count = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.round(v) : null);
+/** Counts pass as reported: clampUsage (accounting/usage-bounds.ts) bounds them, one rule for every kind. */
+const count = reportedCount;
 
 /**
  * Convert an OpenAI-format `usage` object. Fields the upstream did not report stay `null`

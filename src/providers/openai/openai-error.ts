@@ -1,9 +1,10 @@
 import type { GatewayError } from '../../errors/gateway-error.js';
 import { inBandErrorStatus } from '../in-band-error-status.js';
-import { parseRetryAfter, upstreamFailureToError } from '../upstream-errors.js';
+import { parseRetryAfter, UPSTREAM_TEXT_READ_LIMIT, upstreamFailureToError } from '../upstream-errors.js';
 import type { OpenAIErrorWire } from './openai-wire-types.js';
 
-const MAX_MESSAGE = 2000;
+/** Read limit of upstream error text: cut to its final length only after redaction (clientSafeUpstreamError). */
+const MAX_MESSAGE = UPSTREAM_TEXT_READ_LIMIT;
 
 /** Pull a message, code and param out of whatever error body a server sent. */
 export function readOpenAIErrorBody(bodyText: string): { message: string; code: string | number | null; param: string | null } {
@@ -22,8 +23,8 @@ export function readOpenAIErrorBody(bodyText: string): { message: string; code: 
     const raw = e.metadata && typeof e.metadata.raw === 'string' ? ` (${e.metadata.raw})` : '';
     return {
       message: `${String(e.message ?? 'upstream error')}${raw}`.slice(0, MAX_MESSAGE),
-      code: e.code ?? e.type ?? null,
-      param: typeof e.param === 'string' ? e.param : null,
+      code: typeof (e.code ?? e.type) === 'string' ? String(e.code ?? e.type).slice(0, MAX_MESSAGE) : (e.code ?? e.type ?? null),
+      param: typeof e.param === 'string' ? e.param.slice(0, MAX_MESSAGE) : null,
     };
   }
   const message = typeof obj.message === 'string' ? obj.message : typeof obj.detail === 'string' ? obj.detail : bodyText;

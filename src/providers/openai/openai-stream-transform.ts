@@ -11,7 +11,9 @@ import type { OpenAIErrorWire, OpenAIResponseWire } from './openai-wire-types.js
 /**
  * Converts the chunks of an OpenAI-compatible stream (chat or legacy completions) into
  * {@link StreamPart}s. Reasoning comes from `reasoning_content` or `reasoning`; usage may
- * arrive on any chunk (the last one wins); `[DONE]` ends nothing by itself. An error, in
+ * arrive on any chunk (the last one wins). `[DONE]` ends the stream: nothing after it is read
+ * ({@link StreamTransform.ended}), so an upstream that starts over after it is never stitched
+ * on; a chunk `id` that changes mid-stream is kept as a warning of the record. An error, in
  * whichever shape servers send it, becomes an error part (before any content the router then
  * fails over; after it the stream ends with the error chunk): a top-level `error` object, an
  * `error` inside the choice or `finish_reason: "error"` (OpenRouter), or an SSE event named
@@ -24,11 +26,21 @@ export function createOpenAIStreamTransform(providerId: string, _operation: Upst
   let finished = false;
   let produced = false;
   let usage: StreamPart | undefined;
+  let done = false;
+  let streamId: string | undefined;
+  const warnings: string[] = [];
 
   return {
+    ended: () => done,
+    warnings: () => warnings,
     push({ data, event }) {
+      if (done) return [];
       if (event === 'error') return [{ type: 'error', error: errorEventError(providerId, data) }];
-      if (data === '[DONE]' || data.trim() === '') return [];
+      if (data === '[DONE]') {
+        done = true;
+        return [];
+      }
+      if (data.trim() === '') return [];
       let chunk: OpenAIResponseWire;
       try {
         chunk = JSON.parse(data) as OpenAIResponseWire;
@@ -37,6 +49,13 @@ export function createOpenAIStreamTransform(providerId: string, _operation: Upst
       }
       if (chunk === null || typeof chunk !== 'object') return [];
       if (chunk.error) return [{ type: 'error', error: inBandOpenAIError(providerId, chunk.error) }];
+      if (typeof chunk.id === 'string' && chunk.id !== '') {
+        if (streamId === undefined) streamId = chunk.id;
+        else if (chunk.id !== streamId && warnings.length < 8) {
+          warnings.push(`the upstream stream changed its id mid-stream (${JSON.stringify(streamId.slice(0, 100))} → ${JSON.stringify(chunk.id.slice(0, 100))}): the output may join two generations`);
+          streamId = chunk.id;
+        }
+      }
       const parts: StreamPart[] = [];
       const choice = Array.isArray(chunk.choices) ? chunk.choices.find((c) => (c.index ?? 0) === 0) : undefined;
       if (choice) {

@@ -88,7 +88,19 @@ async function usageOf(rt: GatewayRuntime, key: ApiKey) {
   const period = periodStart(s.limit_reset, now);
   // With a limit the limit store is the truth (it includes costs settled but not yet written);
   // without one nothing settles there, so read the records' rollups.
-  const spent = s.limit !== null ? await rt.limits.spent(key.id, period, load(period)) : await rt.loadSpent(key.id, period);
+  // When the limit store cannot answer (Redis down or frozen), the records' rollups stand in,
+  // so operators can still list, read and update keys; `usage_note` says so.
+  let note: string | undefined;
+  const fromStore = async (): Promise<bigint> => {
+    try {
+      return await rt.limits.spent(key.id, period, load(period));
+    } catch (err) {
+      if (!(err instanceof GatewayError) || err.code !== 'limits_unavailable') throw err;
+      note = 'the limit store is unavailable: usage is read from the written records and may miss the latest costs';
+      return rt.loadSpent(key.id, period);
+    }
+  };
+  const spent = s.limit !== null ? await fromStore() : await rt.loadSpent(key.id, period);
   const [daily, weekly, monthly, all] = await Promise.all(
     (['daily', 'weekly', 'monthly', 'never'] as const).map((r) => (r === s.limit_reset ? Promise.resolve(spent) : rt.loadSpent(key.id, periodStart(r, now)))),
   );
@@ -100,6 +112,7 @@ async function usageOf(rt: GatewayRuntime, key: ApiKey) {
     usage_monthly: picoToUsdString(monthly!),
     usage_total: picoToUsdString(all!),
     limit_remaining: limit === null ? null : picoToUsdString(limit > spent ? limit - spent : 0n),
+    ...(note === undefined ? {} : { usage_note: note }),
   };
 }
 

@@ -121,7 +121,7 @@ export const chatRequestSchema = z
     repetition_penalty: nullable(z.number().gt(0).max(2)),
     logprobs: nullable(z.boolean()),
     top_logprobs: nullable(z.number().int().min(0).max(20)),
-    tools: z.array(z.union([tool, serverTool])).max(512).optional(),
+    tools: z.array(z.union([tool, serverTool])).max(512, 'at most 512 tools are allowed').optional(),
     tool_choice: toolChoice.optional(),
     parallel_tool_calls: nullable(z.boolean()),
     response_format: z.union([responseFormat, otherResponseFormat]).optional(),
