@@ -1,5 +1,6 @@
 import { sql, type Kysely, type SqlBool } from 'kysely';
 import type { Database } from './schema.js';
+import type { FleetLease } from './fleet-lease.js';
 
 /** Minimal logger shape (pino-compatible). */
 export interface PurgeLogger {
@@ -43,10 +44,12 @@ export async function purgeExpiredContent(db: Kysely<Database>, now: number = Da
 
 /**
  * Run {@link purgeExpiredContent} now and every `intervalMs` (the timer does not keep the
- * process alive; runs never overlap). Counts are logged; failures are logged, never thrown.
- * @returns a function that stops the timer.
+ * process alive; runs never overlap). With a `lease`, only the process holding it runs the purge,
+ * so replicas sharing a database purge once, not once each. Counts are logged; failures are
+ * logged, never thrown.
+ * @returns a function that stops the timer and gives the lease up.
  */
-export function startRetentionPurge(db: Kysely<Database>, log: PurgeLogger, intervalMs: number): () => void {
+export function startRetentionPurge(db: Kysely<Database>, log: PurgeLogger, intervalMs: number, lease?: FleetLease): () => Promise<void> {
   let running = false;
   let stopped = false;
   const run = async (): Promise<void> => {
@@ -54,6 +57,8 @@ export function startRetentionPurge(db: Kysely<Database>, log: PurgeLogger, inte
     running = true;
     const started = Date.now();
     try {
+      if (lease && !(await lease.holds())) return;
+      if (stopped) return;
       const purged = await purgeExpiredContent(db, started);
       if (!stopped) log.info({ purged, ms: Date.now() - started }, 'retention purge');
     } catch (err) {
@@ -65,8 +70,9 @@ export function startRetentionPurge(db: Kysely<Database>, log: PurgeLogger, inte
   void run();
   const timer = intervalMs > 0 ? setInterval(() => void run(), intervalMs) : undefined;
   timer?.unref();
-  return () => {
+  return async () => {
     stopped = true;
     if (timer) clearInterval(timer);
+    await lease?.close();
   };
 }
