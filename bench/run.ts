@@ -13,6 +13,9 @@
  * Settings can be overridden by environment variables (seconds / counts):
  *   BENCH_LATENCY_S (5), BENCH_SATURATION_S (8), BENCH_WARMUP_S (1), BENCH_CONNECTIONS (64),
  *   BENCH_ONLY (comma-separated scenario ids).
+ * BENCH_WORKERS=1,2 instead measures `serve --workers N` for each N listed: saturation throughput
+ * of non-streaming chat through the gateway (OP_REDIS_URL from the environment, default the local
+ * Redis, with a prefix of the run's own), written to bench/results/workers.md.
  * For comparisons and profiling: BENCH_CLI (another built cli.js to run as the gateway) and
  * BENCH_GATEWAY_NODE_ARGS (extra node flags for the gateway only, e.g.
  * "--cpu-prof --cpu-prof-dir=/tmp/prof").
@@ -256,7 +259,7 @@ function gatewayConfig(upstream: Upstream, scenarios: Scenario[]): unknown {
 }
 
 /** Start the built gateway on a free port with a temp config and SQLite file; wait for /health. */
-async function startGateway(dir: string, upstream: Upstream, scenarios: Scenario[]): Promise<GatewayProcess> {
+async function startGateway(dir: string, upstream: Upstream, scenarios: Scenario[], serveArgs: string[] = [], extraEnv: Record<string, string> = {}): Promise<GatewayProcess> {
   const configFile = join(dir, 'opinference.yaml');
   writeFileSync(configFile, toYaml(gatewayConfig(upstream, scenarios)));
   const dbFile = join(dir, 'bench.db');
@@ -264,7 +267,7 @@ async function startGateway(dir: string, upstream: Upstream, scenarios: Scenario
   const port = await freePort();
   const logFd = openSync(logFile, 'a');
   const child = track(
-    spawn(process.execPath, [...GATEWAY_NODE_ARGS, CLI, 'serve'], {
+    spawn(process.execPath, [...GATEWAY_NODE_ARGS, CLI, 'serve', ...serveArgs], {
       cwd: dir,
       stdio: ['ignore', logFd, logFd],
       env: {
@@ -276,6 +279,7 @@ async function startGateway(dir: string, upstream: Upstream, scenarios: Scenario
         OP_ADMIN_KEY: ADMIN_KEY,
         OP_LOG_LEVEL: 'warn',
         NODE_ENV: 'production',
+        ...extraEnv,
       },
     }),
   );
@@ -613,12 +617,54 @@ function countRecords(dbFile: string): string {
 
 // ---------------------------------------------------------------------------------------------
 
+/** `BENCH_WORKERS=1,2`: saturation throughput of non-streaming chat through `serve --workers N`, per N. */
+async function workersComparison(counts: number[]): Promise<void> {
+  const scenario = SCENARIOS.find((s) => s.id === 'chat')!;
+  const started = new Date();
+  const background = await backgroundLoad();
+  tempDir = mkdtempSync(join(os.tmpdir(), 'op-bench-'));
+  const upstream = await startUpstream();
+  const rows: string[] = [];
+  for (const n of counts) {
+    const dir = join(tempDir, `w${n}`);
+    mkdirSync(dir);
+    const env = { OP_REDIS_URL: process.env.OP_REDIS_URL || 'redis://127.0.0.1:6379', OP_REDIS_PREFIX: `op-bench:${process.pid}:${n}:` };
+    const gateway = await startGateway(dir, upstream, [scenario], ['--workers', String(n)], env);
+    await sleep(2000); // every worker listening
+    const t = targets(scenario, upstream, gateway)[1]!;
+    await sanityCheck(scenario, t);
+    await autocannonRun(t, SETTINGS.connections, SETTINGS.warmupSeconds);
+    const run = await autocannonRun(t, SETTINGS.connections, SETTINGS.saturationSeconds);
+    const bad = run.result.non2xx + run.result.errors + run.result.timeouts + run.result.mismatches;
+    rows.push(`| ${n} | ${fmtInt(run.rps)} | ${bad} | ${run.result.latency.p50} / ${run.result.latency.p99} |`);
+    process.stderr.write(`bench: --workers ${n}: ${fmtInt(run.rps)} 2xx/s\n`);
+    await stopChild(gateway.child);
+  }
+  await stopChild(upstream.child);
+  const text = [
+    `# serve --workers: throughput (${started.toISOString()})`,
+    '',
+    ...machine(),
+    `- busy CPUs before the run (other work): ${background === undefined ? 'unknown' : background.toFixed(2)}`,
+    `- non-streaming chat against the zero-work upstream, ${SETTINGS.connections} connections, ${SETTINGS.saturationSeconds} s; the load generator, the upstream and the gateway share the machine`,
+    '',
+    '| workers | 2xx/s | not 2xx | autocannon p50 / p99 (ms) |',
+    '|---|---|---|---|',
+    ...rows,
+    '',
+  ].join('\n');
+  process.stdout.write(`\n${text}`);
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  writeFileSync(join(RESULTS_DIR, 'workers.md'), text);
+}
+
 async function main(): Promise<void> {
   if (!existsSync(CLI)) {
     process.stderr.write(`bench: ${CLI} not found: run npm run build first (npm ci also builds it)\n`);
     process.exitCode = 1;
     return;
   }
+  if (process.env.BENCH_WORKERS) return workersComparison(process.env.BENCH_WORKERS.split(',').map((n) => Math.round(Number(n))).filter((n) => n >= 1));
   const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean);
   const scenarios = only ? SCENARIOS.filter((s) => only.includes(s.id)) : SCENARIOS;
   if (scenarios.length === 0) throw new Error(`BENCH_ONLY matches no scenario; known: ${SCENARIOS.map((s) => s.id).join(', ')}`);
