@@ -13,6 +13,8 @@ import { describeMissingModelFile, missingLocalModelFiles } from './providers/lo
 import { setLocalEngineLogger, stopLocalEngines } from './providers/local/engine-supervisor.js';
 import { migrate } from './store/migrations.js';
 import { asyncLogDestination } from './util/log-destination.js';
+import { RedisConnection } from './redis/redis-connection.js';
+import { RedisKeyChangeNotifier } from './store/key-change-notifier.js';
 import { isWorker, parseWorkers, runPrimary, WORKER_INDEX_ENV, workersProblem } from './serve-workers.js';
 
 const USAGE = `opinference — self-hostable OpenAI-compatible LLM gateway
@@ -102,6 +104,25 @@ async function withDatabase<T>(fn: (db: ReturnType<typeof openDatabase>['db']) =
     return await fn(store.db);
   } finally {
     await store.close();
+  }
+}
+
+/**
+ * After `keys disable|delete`: with OP_REDIS_URL, tell running gateways to forget their cached
+ * keys now (else the change takes effect within their key cache's expiry, 5 s).
+ */
+async function announceKeyChange(): Promise<void> {
+  const url = process.env.OP_REDIS_URL;
+  if (!url) return;
+  const quiet = { error() {}, warn() {}, info() {} };
+  const redis = new RedisConnection(url, { commandTimeoutMs: 2000, connectTimeoutMs: 2000 }, quiet, process.env.OP_REDIS_PREFIX || undefined);
+  try {
+    await redis.waitUntilReady();
+    await new RedisKeyChangeNotifier(redis).announce();
+  } catch (err) {
+    process.stderr.write(`could not notify running gateways through Redis (${err instanceof Error ? err.message : String(err)}): the change takes effect within 5 s\n`);
+  } finally {
+    await redis.close();
   }
 }
 
@@ -353,6 +374,7 @@ async function keysCommand(sub: string | undefined, arg: string | undefined, val
       const n = await withDatabase((db) => disableKey(db, arg));
       if (n === 0) fail(`no key with id or name "${arg}"`);
       process.stdout.write(`disabled ${n} key(s)\n`);
+      await announceKeyChange();
       return;
     }
     case 'delete': {
@@ -363,6 +385,7 @@ async function keysCommand(sub: string | undefined, arg: string | undefined, val
       });
       if (!deleted) fail(`no key with id or name "${arg}"`);
       process.stdout.write(`deleted key ${deleted.id} (${deleted.name})\n`);
+      await announceKeyChange();
       return;
     }
     default:

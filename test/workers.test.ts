@@ -127,6 +127,16 @@ describe('serve --workers', { skip }, () => {
         assert.deepEqual(models.data.map((m: Json) => m.id), ['test/second']);
       }
 
+      // `keys disable` from the CLI reaches both workers' key caches through Redis at once.
+      const created = await run(process.execPath, [CLI, 'keys', 'create', '--name', 'w'], { env });
+      const secret = /^(op-[A-Za-z0-9_-]{43})$/m.exec(created.stdout)?.[1];
+      assert.ok(secret, created.stdout);
+      for (let i = 0; i < 4; i++) assert.equal((await get(port, '/v1/key', { authorization: `Bearer ${secret}` })).status, 200);
+      await run(process.execPath, [CLI, 'keys', 'disable', 'w'], { env });
+      const disabledAt = Date.now();
+      for (let i = 0; i < 4; i++) assert.equal((await get(port, '/v1/key', { authorization: `Bearer ${secret}` })).status, 401);
+      assert.ok(Date.now() - disabledAt < 1000);
+
       // SIGTERM: every worker drains and stops; the primary exits 0.
       child.kill('SIGTERM');
       assert.equal(await exited, 0);

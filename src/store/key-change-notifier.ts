@@ -32,6 +32,14 @@ export class RedisKeyChangeNotifier implements KeyChangeNotifier {
     this.redis.publish(this.channel, this.origin);
   }
 
+  /**
+   * Announce a change and wait for Redis to take it (for the CLI, which exits right after).
+   * @throws Error when Redis cannot be reached (the caches then expire within `KEY_CACHE_TTL_MS`).
+   */
+  async announce(): Promise<void> {
+    await this.redis.client.publish(this.channel, this.origin);
+  }
+
   onChange(fn: () => void): void {
     this.redis.subscribe(this.channel, (origin) => {
       if (origin !== this.origin) fn();
