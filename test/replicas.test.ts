@@ -4,7 +4,8 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import pg from 'pg';
@@ -62,7 +63,7 @@ interface Replica {
 }
 
 /** Two (or more) gateways sharing one fresh PostgreSQL schema and one Redis prefix. */
-async function startFleet(n: number, config: unknown, options: { purgeIntervalMs?: number } = {}) {
+async function startFleet(n: number, config: unknown, options: { purgeIntervalMs?: number; redisUrl?: string } = {}) {
   const schema = `op_test_${process.pid}_${randomId(10).toLowerCase()}`;
   await admin(`create schema "${schema}"`);
   const u = new URL(PG_URL);
@@ -80,7 +81,7 @@ async function startFleet(n: number, config: unknown, options: { purgeIntervalMs
       db: store.db,
       adminKey: 'admin-test-key',
       logger: { level: 'info', stream },
-      redisUrl: REDIS_URL,
+      redisUrl: options.redisUrl ?? REDIS_URL,
       redisPrefix: prefix,
       purgeIntervalMs: options.purgeIntervalMs ?? 0,
     });
@@ -190,3 +191,65 @@ describe('background jobs run once across replicas', { skip }, () => {
     }
   });
 });
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+/** A private redis-server (Debian's), so that the test can stop and restart it. */
+async function startRedis(port: number): Promise<ChildProcess> {
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const r = new Redis(`redis://127.0.0.1:${port}`, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  r.on('error', () => {});
+  await within(5000, async () => r.connect().then(() => true, () => false));
+  r.disconnect();
+  return child;
+}
+
+const redisServer = spawn('redis-server', ['--version']);
+const hasRedisServer = await new Promise<boolean>((resolve) => {
+  redisServer.on('error', () => resolve(false));
+  redisServer.on('exit', (code) => resolve(code === 0));
+});
+
+describe('Redis down: health sharing degrades to per replica and recovers by itself', { skip: skip || (!hasRedisServer && 'redis-server not installed') }, () => {
+  test('outage logged once, breaker stays per replica, sharing resumes without a restart', async (t) => {
+    const port = await freePort();
+    let redis = await startRedis(port);
+    const up = await startUpstream();
+    const fleet = await startFleet(2, oneModelConfig(up.url, { root: { routing: { circuit_breaker: { failure_threshold: 2, open_ms: 200 }, retry_after_cap_ms: 60_000, recent_failure_ms: 0 } } }), { redisUrl: `redis://127.0.0.1:${port}` });
+    const [a, b] = fleet.replicas as [Replica, Replica];
+    const endpointsOf = async (r: Replica) => ((await (await fetch(`${r.origin}/v1/models/test/model/endpoints`, { headers: { authorization: 'Bearer admin-test-key' } })).json()) as Json).data.endpoints[0];
+    try {
+      redis.kill('SIGKILL');
+      await new Promise((r) => redis.on('exit', r));
+      up.enqueue({ status: 500, text: 'down' }, { status: 500, text: 'down' }, { status: 500, text: 'down' });
+      for (let i = 0; i < 2; i++) assert.equal((await chat(a.origin, 'admin-test-key')).status, 502);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(a.logs.filter((l) => /endpoint health sharing unavailable/.test(l.msg)).length, 1);
+      assert.equal((await endpointsOf(b)).requests_last_30m, 0); // B kept its own (empty) health
+      assert.equal((await chat(a.origin, 'admin-test-key')).status, 502); // A's half-open probe fails: still per replica
+      redis = await startRedis(port);
+      // Sharing resumes by itself: A's next outcomes reach B once both connections are back.
+      up.setDefault(answer);
+      const ms = await within(15_000, async () => {
+        await chat(a.origin, 'admin-test-key');
+        return (await endpointsOf(b)).requests_last_30m > 0;
+      });
+      t.diagnostic(`health sharing back ${ms} ms after Redis restarted`);
+      await within(1000, async () => a.logs.some((l) => l.msg === 'endpoint health sharing resumed'));
+    } finally {
+      await fleet.close();
+      await up.close();
+      redis.kill('SIGKILL');
+    }
+  });
+});
+
