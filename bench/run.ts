@@ -625,10 +625,10 @@ async function workersComparison(counts: number[]): Promise<void> {
   tempDir = mkdtempSync(join(os.tmpdir(), 'op-bench-'));
   const upstream = await startUpstream();
   const rows: string[] = [];
-  for (const n of counts) {
-    const dir = join(tempDir, `w${n}`);
+  for (const [i, n] of counts.entries()) {
+    const dir = join(tempDir, `run${i}-w${n}`);
     mkdirSync(dir);
-    const env = { OP_REDIS_URL: process.env.OP_REDIS_URL || 'redis://127.0.0.1:6379', OP_REDIS_PREFIX: `op-bench:${process.pid}:${n}:` };
+    const env = { OP_REDIS_URL: process.env.OP_REDIS_URL || 'redis://127.0.0.1:6379', OP_REDIS_PREFIX: `op-bench:${process.pid}:${i}:` };
     const gateway = await startGateway(dir, upstream, [scenario], ['--workers', String(n)], env);
     await sleep(2000); // every worker listening
     const t = targets(scenario, upstream, gateway)[1]!;

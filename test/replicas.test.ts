@@ -1,6 +1,7 @@
 /**
- * Replicas (issue 10 item 2): two gateways in this process on one PostgreSQL schema and the local
- * Redis (a key prefix of their own, so parallel test runs do not collide) behave as one.
+ * Replicas (issue 10 item 2): two gateways in this process on one database (a PostgreSQL schema
+ * under `npm run test:pg`, else one SQLite file) and the local Redis (a key prefix of their own,
+ * so parallel test runs do not collide) behave as one.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -8,52 +9,34 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
-import pg from 'pg';
 import { parseConfig } from '../src/config/load.js';
 import { buildGateway, type Gateway } from '../src/server/app.js';
-import { openDatabase, type OpenDatabase } from '../src/store/database.js';
+import type { OpenDatabase } from '../src/store/database.js';
 import { createKey } from '../src/store/keys.js';
 import { migrate } from '../src/store/migrations.js';
 import { randomId } from '../src/util/ids.js';
 import { startUpstream, type Upstream } from './helpers/replay-upstream.js';
 import { oneModelConfig } from './helpers/gateway.js';
+import { createTestDatabase, TEST_DIALECT } from './helpers/test-database.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const REDIS_URL = process.env.OP_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const PG_URL = process.env.OP_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 async function reachable(): Promise<string | false> {
   const r = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  r.on('error', () => {});
   try {
     await r.connect();
     await r.ping();
+    return false;
   } catch {
     return 'Redis not reachable (OP_TEST_REDIS_URL)';
   } finally {
     r.disconnect();
   }
-  const c = new pg.Client({ connectionString: PG_URL });
-  try {
-    await c.connect();
-    return false;
-  } catch {
-    return 'PostgreSQL not reachable (OP_TEST_DATABASE_URL)';
-  } finally {
-    await c.end().catch(() => {});
-  }
 }
 const skip = await reachable();
-
-async function admin(sqlText: string): Promise<void> {
-  const c = new pg.Client({ connectionString: PG_URL });
-  await c.connect();
-  try {
-    await c.query(sqlText);
-  } finally {
-    await c.end();
-  }
-}
 
 interface Replica {
   gateway: Gateway;
@@ -62,17 +45,16 @@ interface Replica {
   logs: Json[];
 }
 
-/** Two (or more) gateways sharing one fresh PostgreSQL schema and one Redis prefix. */
+/**
+ * Two (or more) gateways sharing one fresh test database (a PostgreSQL schema with
+ * OP_TEST_DATABASE_URL, else one SQLite file, as `serve --workers` shares it) and one Redis prefix.
+ */
 async function startFleet(n: number, config: unknown, options: { purgeIntervalMs?: number; redisUrl?: string } = {}) {
-  const schema = `op_test_${process.pid}_${randomId(10).toLowerCase()}`;
-  await admin(`create schema "${schema}"`);
-  const u = new URL(PG_URL);
-  u.searchParams.set('options', `-c search_path=${schema}`);
-  const url = u.toString();
+  const database = await createTestDatabase();
   const prefix = `op-test:${randomId(12)}:`;
   const replicas: Replica[] = [];
   for (let i = 0; i < n; i++) {
-    const store = openDatabase(url);
+    const store = database.open();
     await migrate(store.db);
     const logs: Json[] = [];
     const stream = new Writable({ write(chunk, _enc, done) { for (const line of String(chunk).split('\n')) if (line) logs.push(JSON.parse(line) as Json); done(); } });
@@ -95,7 +77,7 @@ async function startFleet(n: number, config: unknown, options: { purgeIntervalMs
         await r.gateway.close();
         await r.store.close();
       }
-      await admin(`drop schema if exists "${schema}" cascade`);
+      await database.drop();
     },
   };
 }
@@ -161,7 +143,7 @@ describe('replicas share endpoint health and key changes', { skip }, () => {
   });
 });
 
-describe('background jobs run once across replicas', { skip }, () => {
+describe('background jobs run once across replicas', { skip: skip || (TEST_DIALECT !== 'postgres' && 'PostgreSQL only (npm run test:pg): the lease is a PostgreSQL advisory lock; with SQLite, serve --workers runs jobs in worker 0') }, () => {
   test('two gateways whose purge timers fire together purge once per round', async () => {
     const fleet = await startFleet(2, {}, { purgeIntervalMs: 100 });
     try {
