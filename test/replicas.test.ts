@@ -143,6 +143,29 @@ describe('replicas share endpoint health and key changes', { skip }, () => {
   });
 });
 
+describe('a cooldown after a 429 with Retry-After on one replica applies on the others', { skip }, () => {
+  test('B cools down within 1 s, for the time A was told, and sends nothing upstream', async (t) => {
+    const up = await startUpstream();
+    const fleet = await startFleet(2, oneModelConfig(up.url, { root: { routing: { retry_after_cap_ms: 60_000, recent_failure_ms: 0 } } }));
+    try {
+      const [a, b] = fleet.replicas as [Replica, Replica];
+      up.enqueue({ status: 429, headers: { 'retry-after': '30' }, json: { error: { message: 'slow down', type: 'rate_limit' } } });
+      assert.equal((await chat(a.origin, 'admin-test-key')).status, 429);
+      const endpointsOf = async (r: Replica) => ((await (await fetch(`${r.origin}/v1/models/test/model/endpoints`, { headers: { authorization: 'Bearer admin-test-key' } })).json()) as Json).data.endpoints[0];
+      const ms = await within(1000, async () => (await endpointsOf(b)).cooldown_reason === 'rate_limit');
+      t.diagnostic(`cooldown on B ${ms} ms after A's 429 answered`);
+      const until = Date.parse((await endpointsOf(b)).cooldown_until as string) - Date.now();
+      assert.ok(until > 28_000 && until <= 30_000, `cooldown left on B: ${until} ms`);
+      const seen = up.requests.length;
+      assert.equal((await chat(b.origin, 'admin-test-key')).status, 503);
+      assert.equal(up.requests.length, seen);
+    } finally {
+      await fleet.close();
+      await up.close();
+    }
+  });
+});
+
 describe('background jobs run once across replicas', { skip: skip || (TEST_DIALECT !== 'postgres' && 'PostgreSQL only (npm run test:pg): the lease is a PostgreSQL advisory lock; with SQLite, serve --workers runs jobs in worker 0') }, () => {
   test('two gateways whose purge timers fire together purge once per round', async () => {
     const fleet = await startFleet(2, {}, { purgeIntervalMs: 100 });
