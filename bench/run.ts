@@ -19,6 +19,9 @@
  * (exporting to an OTLP/HTTP sink in this process) serves the `chat` and `chat-stream` scenarios
  * in alternating rounds with the first gateway (no OTEL_* variable: SDK not loaded), and the report
  * compares the medians.
+ * BENCH_WORKERS=1,2 instead measures `serve --workers N` for each N listed: saturation throughput
+ * of non-streaming chat through the gateway (OP_REDIS_URL from the environment, default the local
+ * Redis, with a prefix of the run's own), written to bench/results/workers.md.
  * For comparisons and profiling: BENCH_CLI (another built cli.js to run as the gateway) and
  * BENCH_GATEWAY_NODE_ARGS (extra node flags for the gateway only, e.g.
  * "--cpu-prof --cpu-prof-dir=/tmp/prof").
@@ -262,7 +265,7 @@ function gatewayConfig(upstream: Upstream, scenarios: Scenario[]): unknown {
 }
 
 /** Start the built gateway on a free port with a temp config and SQLite file; wait for /health. */
-async function startGateway(dir: string, upstream: Upstream, scenarios: Scenario[], extraEnv: Record<string, string> = {}): Promise<GatewayProcess> {
+async function startGateway(dir: string, upstream: Upstream, scenarios: Scenario[], serveArgs: string[] = [], extraEnv: Record<string, string> = {}): Promise<GatewayProcess> {
   const configFile = join(dir, 'opinference.yaml');
   writeFileSync(configFile, toYaml(gatewayConfig(upstream, scenarios)));
   const dbFile = join(dir, 'bench.db');
@@ -270,7 +273,7 @@ async function startGateway(dir: string, upstream: Upstream, scenarios: Scenario
   const port = await freePort();
   const logFd = openSync(logFile, 'a');
   const child = track(
-    spawn(process.execPath, [...GATEWAY_NODE_ARGS, CLI, 'serve'], {
+    spawn(process.execPath, [...GATEWAY_NODE_ARGS, CLI, 'serve', ...serveArgs], {
       cwd: dir,
       stdio: ['ignore', logFd, logFd],
       env: {
@@ -695,12 +698,54 @@ function countRecords(dbFile: string): string {
 
 // ---------------------------------------------------------------------------------------------
 
+/** `BENCH_WORKERS=1,2`: saturation throughput of non-streaming chat through `serve --workers N`, per N. */
+async function workersComparison(counts: number[]): Promise<void> {
+  const scenario = SCENARIOS.find((s) => s.id === 'chat')!;
+  const started = new Date();
+  const background = await backgroundLoad();
+  tempDir = mkdtempSync(join(os.tmpdir(), 'op-bench-'));
+  const upstream = await startUpstream();
+  const rows: string[] = [];
+  for (const [i, n] of counts.entries()) {
+    const dir = join(tempDir, `run${i}-w${n}`);
+    mkdirSync(dir);
+    const env = { OP_REDIS_URL: process.env.OP_REDIS_URL || 'redis://127.0.0.1:6379', OP_REDIS_PREFIX: `op-bench:${process.pid}:${i}:` };
+    const gateway = await startGateway(dir, upstream, [scenario], ['--workers', String(n)], env);
+    await sleep(2000); // every worker listening
+    const t = targets(scenario, upstream, gateway)[1]!;
+    await sanityCheck(scenario, t);
+    await autocannonRun(t, SETTINGS.connections, SETTINGS.warmupSeconds);
+    const run = await autocannonRun(t, SETTINGS.connections, SETTINGS.saturationSeconds);
+    const bad = run.result.non2xx + run.result.errors + run.result.timeouts + run.result.mismatches;
+    rows.push(`| ${n} | ${fmtInt(run.rps)} | ${bad} | ${run.result.latency.p50} / ${run.result.latency.p99} |`);
+    process.stderr.write(`bench: --workers ${n}: ${fmtInt(run.rps)} 2xx/s\n`);
+    await stopChild(gateway.child);
+  }
+  await stopChild(upstream.child);
+  const text = [
+    `# serve --workers: throughput (${started.toISOString()})`,
+    '',
+    ...machine(),
+    `- busy CPUs before the run (other work): ${background === undefined ? 'unknown' : background.toFixed(2)}`,
+    `- non-streaming chat against the zero-work upstream, ${SETTINGS.connections} connections, ${SETTINGS.saturationSeconds} s; the load generator, the upstream and the gateway share the machine`,
+    '',
+    '| workers | 2xx/s | not 2xx | autocannon p50 / p99 (ms) |',
+    '|---|---|---|---|',
+    ...rows,
+    '',
+  ].join('\n');
+  process.stdout.write(`\n${text}`);
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  writeFileSync(join(RESULTS_DIR, 'workers.md'), text);
+}
+
 async function main(): Promise<void> {
   if (!existsSync(CLI)) {
     process.stderr.write(`bench: ${CLI} not found: run npm run build first (npm ci also builds it)\n`);
     process.exitCode = 1;
     return;
   }
+  if (process.env.BENCH_WORKERS) return workersComparison(process.env.BENCH_WORKERS.split(',').map((n) => Math.round(Number(n))).filter((n) => n >= 1));
   const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean);
   const scenarios = only ? SCENARIOS.filter((s) => only.includes(s.id)) : SCENARIOS;
   if (scenarios.length === 0) throw new Error(`BENCH_ONLY matches no scenario; known: ${SCENARIOS.map((s) => s.id).join(', ')}`);
@@ -733,7 +778,7 @@ async function main(): Promise<void> {
     const sink = await startOtlpSink();
     const tracedDir = join(tempDir, 'traced');
     mkdirSync(tracedDir);
-    const traced = await startGateway(tracedDir, upstream, scenarios, { OTEL_EXPORTER_OTLP_ENDPOINT: sink.origin, OTEL_SERVICE_NAME: 'opinference-bench', OTEL_TRACES_SAMPLER: 'always_on', OTEL_METRIC_EXPORT_INTERVAL: '5000' });
+    const traced = await startGateway(tracedDir, upstream, scenarios, [], { OTEL_EXPORTER_OTLP_ENDPOINT: sink.origin, OTEL_SERVICE_NAME: 'opinference-bench', OTEL_TRACES_SAMPLER: 'always_on', OTEL_METRIC_EXPORT_INTERVAL: '5000' });
     const tracedPids = { upstream: upstream.child.pid, gateway: traced.child.pid };
     const tracing: TracingResult[] = [];
     const rounds = Math.round(envNumber('BENCH_TRACING_ROUNDS', 3));

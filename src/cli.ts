@@ -14,11 +14,16 @@ import { describeMissingModelFile, missingLocalModelFiles } from './providers/lo
 import { setLocalEngineLogger, stopLocalEngines } from './providers/local/engine-supervisor.js';
 import { migrate } from './store/migrations.js';
 import { asyncLogDestination } from './util/log-destination.js';
+import { RedisConnection } from './redis/redis-connection.js';
+import { RedisKeyChangeNotifier } from './store/key-change-notifier.js';
+import { isWorker, parseWorkers, runPrimary, WORKER_INDEX_ENV, workersProblem } from './serve-workers.js';
 
 const USAGE = `opinference — self-hostable OpenAI-compatible LLM gateway
 
 Usage:
-  opinference serve [--config FILE]          start the gateway (default command)
+  opinference serve [--config FILE] [--workers N|auto]
+                                             start the gateway (default command); --workers runs N
+                                             processes on one port (auto: one per core; needs OP_REDIS_URL)
   opinference keys create --name NAME [--limit USD] [--limit-reset daily|weekly|monthly|never]
                          [--rpm N] [--tpm N] [--models a/b,c/d] [--retention none|DAYS]
                          [--expires-in-days N]
@@ -42,7 +47,9 @@ Environment:
   OP_PORT          port (default 8080)        OP_HOST  address (default 0.0.0.0)
   OP_DATABASE_URL  postgres://user:password@host:port/db, or sqlite:<path> (default ${DEFAULT_DATABASE_URL})
   OP_ADMIN_KEY     a key with access to everything
-  OP_REDIS_URL     redis://… to share key limits across replicas (default: in-process)
+  OP_REDIS_URL     redis://… to share key limits, endpoint health and key changes across
+                   replicas and workers (default: in-process)
+  OP_REDIS_PREFIX  prefix of the gateway's Redis keys and channels (default op:)
   OP_LOG_LEVEL     trace|debug|info|warn|error (default info)
   OP_LOCAL_MODEL   a GGUF file or hf: URI served as local/<name> when there is no config file
   OTEL_EXPORTER_OTLP_ENDPOINT  export traces and metrics over OTLP/HTTP (see docs/observability.md)
@@ -102,8 +109,38 @@ async function withDatabase<T>(fn: (db: ReturnType<typeof openDatabase>['db']) =
   }
 }
 
-async function serve(flag: string | undefined): Promise<void> {
+/**
+ * After `keys disable|delete`: with OP_REDIS_URL, tell running gateways to forget their cached
+ * keys now (else the change takes effect within their key cache's expiry, 5 s).
+ */
+async function announceKeyChange(): Promise<void> {
+  const url = process.env.OP_REDIS_URL;
+  if (!url) return;
+  const quiet = { error() {}, warn() {}, info() {} };
+  const redis = new RedisConnection(url, { commandTimeoutMs: 2000, connectTimeoutMs: 2000 }, quiet, process.env.OP_REDIS_PREFIX || undefined);
+  try {
+    await redis.waitUntilReady();
+    await new RedisKeyChangeNotifier(redis).announce();
+  } catch (err) {
+    process.stderr.write(`could not notify running gateways through Redis (${err instanceof Error ? err.message : String(err)}): the change takes effect within 5 s\n`);
+  } finally {
+    await redis.close();
+  }
+}
+
+async function serve(flag: string | undefined, workersFlag?: string): Promise<void> {
   const loaded = readConfig(flag);
+  if (!isWorker()) {
+    let workers: number;
+    try {
+      workers = parseWorkers(workersFlag);
+    } catch (err) {
+      fail((err as Error).message);
+    }
+    const problem = workersProblem(workers, process.env.OP_REDIS_URL || undefined);
+    if (problem) fail(problem);
+    if (workers > 1) return runPrimary(workers);
+  }
   const store = openDatabase(process.env.OP_DATABASE_URL || DEFAULT_DATABASE_URL);
   await migrate(store.db);
   const telemetry = await startTelemetry(process.env, loaded.config.telemetry);
@@ -113,6 +150,9 @@ async function serve(flag: string | undefined): Promise<void> {
     telemetry,
     adminKey: process.env.OP_ADMIN_KEY || undefined,
     redisUrl: process.env.OP_REDIS_URL || undefined,
+    redisPrefix: process.env.OP_REDIS_PREFIX || undefined,
+    // With SQLite (one machine), background jobs run in the first worker only; PostgreSQL elects one process per fleet.
+    purgeIntervalMs: store.dialect === 'sqlite' && Number(process.env[WORKER_INDEX_ENV] || 0) > 0 ? 0 : undefined,
     // Asynchronous: a slow or full log file never blocks requests, records or shutdown.
     logger: { level: process.env.OP_LOG_LEVEL || 'info', redact: ['req.headers.authorization', 'headers.authorization'], stream: asyncLogDestination().stream },
   });
@@ -196,6 +236,7 @@ async function main(argv: string[]): Promise<void> {
       from: { type: 'string' },
       to: { type: 'string' },
       resume: { type: 'boolean' },
+      workers: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean', short: 'v' },
     },
@@ -211,7 +252,7 @@ async function main(argv: string[]): Promise<void> {
   }
   switch (command) {
     case 'serve':
-      return serve(values.config);
+      return serve(values.config, values.workers);
     case 'migrate':
       return migrateCommand(values);
     case 'config': {
@@ -349,6 +390,7 @@ async function keysCommand(sub: string | undefined, arg: string | undefined, val
       const n = await withDatabase((db) => disableKey(db, arg));
       if (n === 0) fail(`no key with id or name "${arg}"`);
       process.stdout.write(`disabled ${n} key(s)\n`);
+      await announceKeyChange();
       return;
     }
     case 'delete': {
@@ -359,6 +401,7 @@ async function keysCommand(sub: string | undefined, arg: string | undefined, val
       });
       if (!deleted) fail(`no key with id or name "${arg}"`);
       process.stdout.write(`deleted key ${deleted.id} (${deleted.name})\n`);
+      await announceKeyChange();
       return;
     }
     default:

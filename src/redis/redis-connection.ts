@@ -30,11 +30,19 @@ export interface RedisLog {
  */
 export class RedisConnection {
   readonly client: Redis;
+  /**
+   * Prefix of every key and pub/sub channel this gateway uses (`OP_REDIS_PREFIX`, default `op:`):
+   * fleets (or tests) sharing one Redis stay apart.
+   */
+  readonly prefix: string;
+  private subscriber: Redis | undefined;
+  private readonly handlers = new Map<string, Array<(message: string) => void>>();
   private unavailable = false;
   private probe: NodeJS.Timeout | undefined;
   private down = false;
 
-  constructor(url: string, private readonly settings: RedisSettings, private readonly log: RedisLog) {
+  constructor(url: string, private readonly settings: RedisSettings, private readonly log: RedisLog, prefix = 'op:') {
+    this.prefix = prefix;
     this.client = new Redis(url, {
       commandTimeout: settings.commandTimeoutMs,
       connectTimeout: settings.connectTimeoutMs,
@@ -114,9 +122,58 @@ export class RedisConnection {
     }
   }
 
-  /** Close the connection (QUIT when it is up, else drop it). */
+  /**
+   * Call `handler` with every message published on `channel` (a full channel name, prefix
+   * included). The first subscription opens the one subscriber connection (a Redis connection
+   * in subscriber mode can run no other command, so ioredis needs a second one); it reconnects
+   * and resubscribes by itself after an outage. Messages published while it is down are lost.
+   */
+  subscribe(channel: string, handler: (message: string) => void): void {
+    if (!this.subscriber) {
+      const sub = this.client.duplicate({ enableOfflineQueue: true, commandTimeout: undefined, maxRetriesPerRequest: null });
+      // Outages are logged once by the main connection's handler.
+      sub.on('error', () => {});
+      sub.on('message', (ch: string, message: string) => {
+        for (const h of this.handlers.get(ch) ?? []) {
+          try {
+            h(message);
+          } catch (err) {
+            this.log.error({ err, channel: ch }, 'redis message handler failed');
+          }
+        }
+      });
+      this.subscriber = sub;
+    }
+    const list = this.handlers.get(channel);
+    if (list) list.push(handler);
+    else {
+      this.handlers.set(channel, [handler]);
+      this.subscriber.subscribe(channel).catch((err: unknown) => this.log.warn({ err: err instanceof Error ? err.message : err, channel }, 'redis subscribe failed'));
+    }
+  }
+
+  /**
+   * Publish `message` on `channel` without waiting: never throws, never queues while Redis is
+   * down (the message is dropped). `onResult` learns whether Redis took it.
+   */
+  publish(channel: string, message: string, onResult?: (ok: boolean) => void): void {
+    if (!this.available) {
+      onResult?.(false);
+      return;
+    }
+    this.client.publish(channel, message).then(
+      () => onResult?.(true),
+      (err: unknown) => {
+        this.noteFailure(err);
+        onResult?.(false);
+      },
+    );
+  }
+
+  /** Close the connection (QUIT when it is up, else drop it), and the subscriber connection. */
   async close(): Promise<void> {
     clearInterval(this.probe);
+    this.subscriber?.disconnect();
     try {
       if (this.client.status === 'ready') await this.client.quit();
       else this.client.disconnect();

@@ -1,7 +1,9 @@
 /**
  * Health of each endpoint: a circuit breaker and rolling statistics (success rate, time to
  * first token, latency, output tokens per second). The router reads it to order and exclude
- * endpoints; `GET /v1/models/{author}/{slug}/endpoints` shows it. In-process, per replica.
+ * endpoints; `GET /v1/models/{author}/{slug}/endpoints` shows it. Reads are always local; with
+ * a {@link HealthRegistry.onEvent} listener (see health-sharing.ts) every local outcome is also
+ * handed on, and outcomes of other replicas come back through {@link HealthRegistry.applyRemote}.
  * Times are ms; throughput is output tokens per second.
  */
 import { StickyRoutes } from './sticky-routes.js';
@@ -99,6 +101,24 @@ function percentiles(values: number[]): Percentiles | null {
   return { p50: at(0.5), p75: at(0.75), p90: at(0.9), p99: at(0.99) };
 }
 
+/**
+ * One attempt's outcome as shared with other replicas. Times are relative (ms) so that clocks of
+ * different machines need not agree: the receiver dates it on arrival.
+ */
+export type HealthEvent =
+  | { endpoint: string; kind: 'success'; latencyMs: number; ttftMs: number | null; tokensPerSecond: number | null }
+  | {
+      endpoint: string;
+      kind: 'failure';
+      latencyMs: number;
+      rateLimited: boolean;
+      /** Remaining cooldown when the sender set one, in ms. */
+      cooldownMs?: number | undefined;
+      cooldownCause?: CooldownCause | undefined;
+      /** Whether this failure opened the sender's breaker. */
+      opened: boolean;
+    };
+
 /** Whether an endpoint may be tried now, and why not. */
 export type Admission =
   | { ok: true; probe: boolean }
@@ -110,6 +130,8 @@ export class HealthRegistry {
   private readonly byId = new Map<string, EndpointHealth>();
   /** The endpoint each sticky key (session, prompt_cache_key) was last served by. */
   readonly sticky: StickyRoutes;
+  /** Called with every local outcome (set by health sharing; must be cheap: it runs on the request path). */
+  onEvent: ((e: HealthEvent) => void) | undefined;
 
   constructor(
     public settings: HealthSettings,
@@ -167,6 +189,7 @@ export class HealthRegistry {
     const genMs = m.ttftMs !== null ? m.latencyMs - m.ttftMs : m.latencyMs;
     const tps = m.outputTokens !== null && m.outputTokens > 1 && genMs > 0 ? (m.outputTokens * 1000) / genMs : null;
     this.push(h, { at: this.now(), ok: true, latencyMs: m.latencyMs, ttftMs: m.ttftMs, tokensPerSecond: tps });
+    this.onEvent?.({ endpoint: id, kind: 'success', latencyMs: m.latencyMs, ttftMs: m.ttftMs, tokensPerSecond: tps });
   }
 
   /**
@@ -182,14 +205,49 @@ export class HealthRegistry {
       h.cooldownCause = m.rateLimited ? 'rate_limit' : 'retry_after';
     }
     h.probeInFlight = false;
-    if (m.rateLimited) return;
+    let opened = false;
+    if (!m.rateLimited) {
+      h.lastFailureAt = now;
+      h.consecutiveFailures++;
+      if (h.state === 'half-open' || h.consecutiveFailures >= this.settings.failureThreshold) {
+        opened = h.state !== 'open';
+        h.state = 'open';
+        h.openedAt = now;
+      }
+      this.push(h, { at: now, ok: false, latencyMs: m.latencyMs, ttftMs: null, tokensPerSecond: null });
+    }
+    if (this.onEvent) {
+      const cooling = h.cooldownUntil > now;
+      this.onEvent({ endpoint: id, kind: 'failure', latencyMs: m.latencyMs, rateLimited: m.rateLimited, cooldownMs: cooling ? h.cooldownUntil - now : undefined, cooldownCause: cooling ? h.cooldownCause : undefined, opened });
+    }
+  }
+
+  /**
+   * An outcome on another replica: its samples join the statistics, its failures count toward
+   * this breaker, a breaker it opened opens here too (from now, for `openMs`), its cooldown
+   * applies here, and its success closes this breaker (unless a local probe is still out).
+   */
+  applyRemote(e: HealthEvent): void {
+    const h = this.get(e.endpoint);
+    const now = this.now();
+    if (e.kind === 'success') {
+      if (!h.probeInFlight) h.state = 'closed';
+      h.consecutiveFailures = 0;
+      this.push(h, { at: now, ok: true, latencyMs: e.latencyMs, ttftMs: e.ttftMs, tokensPerSecond: e.tokensPerSecond });
+      return;
+    }
+    if (e.cooldownMs !== undefined && e.cooldownMs > 0 && now + e.cooldownMs >= h.cooldownUntil) {
+      h.cooldownUntil = now + e.cooldownMs;
+      h.cooldownCause = e.cooldownCause ?? 'retry_after';
+    }
+    if (e.rateLimited) return;
     h.lastFailureAt = now;
     h.consecutiveFailures++;
-    if (h.state === 'half-open' || h.consecutiveFailures >= this.settings.failureThreshold) {
+    if (e.opened || h.consecutiveFailures >= this.settings.failureThreshold) {
+      if (h.state !== 'open') h.openedAt = now;
       h.state = 'open';
-      h.openedAt = now;
     }
-    this.push(h, { at: now, ok: false, latencyMs: m.latencyMs, ttftMs: null, tokensPerSecond: null });
+    this.push(h, { at: now, ok: false, latencyMs: e.latencyMs, ttftMs: null, tokensPerSecond: null });
   }
 
   /** A probe ended without a verdict (client gone, bad request): free the probe slot. */

@@ -33,6 +33,9 @@ import { RedisResponseCacheStore } from '../cache/redis-response-cache-store.js'
 import { sql } from 'kysely';
 import { GatewayMetrics } from '../pipeline/metrics.js';
 import { startRetentionPurge } from '../store/retention-purge.js';
+import { localKeyChanges, RedisKeyChangeNotifier } from '../store/key-change-notifier.js';
+import { localHealth, RedisHealthSharing } from '../routing/health-sharing.js';
+import { fleetLease } from '../store/fleet-lease.js';
 import { sendError } from './send-error.js';
 import { localModelsNotReady } from '../providers/local/local-model-files.js';
 import { clientErrorHandler, clientTimeoutOptions, installClientLimits, sendBodyTooLarge } from './client-limits.js';
@@ -58,10 +61,12 @@ export interface GatewayOptions {
   random?: () => number;
   /** How often stored text past its retention is purged, in ms (0 = never; default 1 h). */
   purgeIntervalMs?: number;
-  /** `OP_REDIS_URL`: share key limits across replicas through Redis. */
+  /** `OP_REDIS_URL`: share key limits, endpoint health and key changes across replicas through Redis. */
   redisUrl?: string | undefined;
   /** A running OpenTelemetry export (see startTelemetry): shut down with the gateway. */
   telemetry?: Telemetry | undefined;
+  /** `OP_REDIS_PREFIX`: prefix of every Redis key and channel (default `op:`). */
+  redisPrefix?: string | undefined;
 }
 
 function healthSettings(config: Readonly<GatewayConfig>): HealthSettings {
@@ -132,7 +137,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     },
   });
   // The one Redis connection, waited for before the server listens (onReady runs before listen).
-  const redis = options.redisUrl ? new RedisConnection(options.redisUrl, { commandTimeoutMs: config.redis.command_timeout_ms, connectTimeoutMs: config.redis.connect_timeout_ms }, app.log) : undefined;
+  const redis = options.redisUrl ? new RedisConnection(options.redisUrl, { commandTimeoutMs: config.redis.command_timeout_ms, connectTimeoutMs: config.redis.connect_timeout_ms }, app.log, options.redisPrefix) : undefined;
   if (redis) app.addHook('onReady', () => redis.waitUntilReady());
   const observePoolWait = (provider: string, ms: number) => runtime.metrics.poolWait.observe({ provider }, ms / 1000);
   const cacheBounds = { maxEntryBytes: config.cache.max_entry_bytes, maxTotalBytes: config.cache.max_total_bytes };
@@ -147,9 +152,9 @@ export function buildGateway(options: GatewayOptions): Gateway {
     random: options.random ?? Math.random,
     inFlight: 0,
     redis,
-    limits: redis ? new RedisLimitStore(redis) : new MemoryLimitStore(),
+    limits: redis ? new RedisLimitStore(redis, redis.prefix) : new MemoryLimitStore(),
     metrics: new GatewayMetrics(),
-    cache: redis ? new RedisResponseCacheStore(redis.client, cacheBounds) : new DatabaseResponseCacheStore(db, cacheBounds),
+    cache: redis ? new RedisResponseCacheStore(redis.client, cacheBounds, `${redis.prefix}cache:`) : new DatabaseResponseCacheStore(db, cacheBounds),
     shutdown: new AbortController(),
     responses: new StoredResponseStore(db),
     async loadSpent(keyId, periodStart) {
@@ -166,7 +171,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
   runtime.metrics.observeWriter(runtime.writer);
   const rt = () => runtime;
   const stopGenAiMetrics = subscribeGenAiPrometheus(runtime.metrics);
-  const keys = new KeyResolver(db, options.adminKey);
+  const keys = new KeyResolver(db, options.adminKey, redis ? new RedisKeyChangeNotifier(redis) : localKeyChanges);
+  const healthSharing = redis ? new RedisHealthSharing(redis, runtime.health, app.log) : localHealth;
 
   // JSON only: any other content type (text/plain included) is a 415.
   app.removeAllContentTypeParsers();
@@ -232,7 +238,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   registerUsageRoutes(app, rt, db);
   registerKeyRoutes(app, rt, db, keys);
   registerDashboard(app);
-  const stopPurge = options.purgeIntervalMs === 0 ? () => {} : startRetentionPurge(db, app.log, options.purgeIntervalMs ?? 3_600_000);
+  const stopPurge = options.purgeIntervalMs === 0 ? async () => {} : startRetentionPurge(db, app.log, options.purgeIntervalMs ?? 3_600_000, fleetLease(db, 'retention-purge'));
 
   return {
     app,
@@ -251,7 +257,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
       void oldPools.close();
     },
     async close() {
-      stopPurge();
+      await stopPurge();
+      healthSharing.close();
       await app.close();
       await runtime.writer.close();
       await runtime.pools.close();

@@ -4,8 +4,12 @@ import type { Kysely } from 'kysely';
 import { GatewayError } from '../errors/gateway-error.js';
 import { findKeyByHash, hashSecret, type ApiKey } from '../store/keys.js';
 import type { Database } from '../store/schema.js';
+import { localKeyChanges, type KeyChangeNotifier } from '../store/key-change-notifier.js';
 
-/** How long a key lookup is cached, in ms: a disabled key stops working within this time. */
+/**
+ * How long a key lookup is cached, in ms. With Redis, changes on any replica clear the cache at
+ * once (key-change notifier); this bounds staleness when a notification is lost (Redis down).
+ */
 export const KEY_CACHE_TTL_MS = 5_000;
 
 const ADMIN: ApiKey = {
@@ -18,8 +22,9 @@ export class KeyResolver {
   private readonly cache = new Map<string, { key: ApiKey | undefined; at: number }>();
   private readonly adminHash: Buffer | undefined;
 
-  constructor(private readonly db: Kysely<Database>, adminKey: string | undefined) {
+  constructor(private readonly db: Kysely<Database>, adminKey: string | undefined, private readonly changes: KeyChangeNotifier = localKeyChanges) {
     this.adminHash = adminKey ? Buffer.from(hashSecret(adminKey), 'hex') : undefined;
+    changes.onChange(() => this.cache.clear());
   }
 
   /**
@@ -51,8 +56,9 @@ export class KeyResolver {
     return key;
   }
 
-  /** Forget cached lookups (after the key API changed a key). */
+  /** Forget cached lookups (after the key API changed a key), here and in every other process. */
   invalidate(): void {
     this.cache.clear();
+    this.changes.notify();
   }
 }

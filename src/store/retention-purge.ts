@@ -1,6 +1,7 @@
 import { sql, type Kysely, type SqlBool } from 'kysely';
 import type { Database } from './schema.js';
 import { purgeExpiredResponses } from './stored-responses.js';
+import type { FleetLease } from './fleet-lease.js';
 
 /** Minimal logger shape (pino-compatible). */
 export interface PurgeLogger {
@@ -44,11 +45,12 @@ export async function purgeExpiredContent(db: Kysely<Database>, now: number = Da
 
 /**
  * Run {@link purgeExpiredContent} and {@link purgeExpiredResponses} (stored Responses API
- * objects) now and every `intervalMs` (the timer does not keep the
- * process alive; runs never overlap). Counts are logged; failures are logged, never thrown.
- * @returns a function that stops the timer.
+ * objects) now and every `intervalMs` (the timer does not keep the process alive; runs never
+ * overlap). With a `lease`, only the process holding it runs the purge, so replicas sharing a
+ * database purge once, not once each. Counts are logged; failures are logged, never thrown.
+ * @returns a function that stops the timer and gives the lease up.
  */
-export function startRetentionPurge(db: Kysely<Database>, log: PurgeLogger, intervalMs: number): () => void {
+export function startRetentionPurge(db: Kysely<Database>, log: PurgeLogger, intervalMs: number, lease?: FleetLease): () => Promise<void> {
   let running = false;
   let stopped = false;
   const run = async (): Promise<void> => {
@@ -56,6 +58,8 @@ export function startRetentionPurge(db: Kysely<Database>, log: PurgeLogger, inte
     running = true;
     const started = Date.now();
     try {
+      if (lease && !(await lease.holds())) return;
+      if (stopped) return;
       const purged = await purgeExpiredContent(db, started);
       const responses = await purgeExpiredResponses(db, started);
       if (!stopped) log.info({ purged, responses, ms: Date.now() - started }, 'retention purge');
@@ -68,8 +72,9 @@ export function startRetentionPurge(db: Kysely<Database>, log: PurgeLogger, inte
   void run();
   const timer = intervalMs > 0 ? setInterval(() => void run(), intervalMs) : undefined;
   timer?.unref();
-  return () => {
+  return async () => {
     stopped = true;
     if (timer) clearInterval(timer);
+    await lease?.close();
   };
 }

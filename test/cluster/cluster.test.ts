@@ -199,7 +199,7 @@ models:
     assert.equal(remaining.json.data.limit_remaining, '0.5');
   });
 
-  test('the retention purge ran once across the fleet, not once per replica', { todo: 'needs the fleet-wide job lease (issue 10 item 2, replicas branch): today each replica purges at start' }, () => {
+  test('the retention purge ran once across the fleet, not once per replica', () => {
     const runs = replicas.map((r) => r.logs().split('\n').filter((l) => l.includes('"msg":"retention purge"')).length);
     say(`retention purge runs per replica: ${runs.join(', ')} (fleet total ${runs.reduce((a, b) => a + b, 0)})`);
     assert.equal(runs.reduce((a, b) => a + b, 0), 1);
@@ -215,7 +215,7 @@ models:
     return null;
   }
 
-  test('an upstream that fails is skipped by every replica within 1 s of the breaker opening on one', { todo: 'needs the shared health store (issue 10 item 2, replicas branch): today each replica has its own breaker' }, async () => {
+  test('an upstream that fails is skipped by every replica within 1 s of the breaker opening on one', async () => {
     const [a, b, c] = replicas as [typeof replicas[0], typeof replicas[0], typeof replicas[0]];
     const circuit = async (r: { url: string }) => {
       const res = await admin(r.url, 'GET', '/v1/models/test/breaker/endpoints');
@@ -233,7 +233,7 @@ models:
     assert.ok(seconds !== null && seconds <= 1, `${seconds} s`);
   });
 
-  test('a key disabled through one replica is refused by the others within 1 s', { todo: 'needs the key-change notifier (issue 10 item 2, replicas branch): today other replicas cache a key for up to 5 s' }, async () => {
+  test('a key disabled through one replica is refused by the others within 1 s', async () => {
     const [a, b, c] = replicas as [typeof replicas[0], typeof replicas[0], typeof replicas[0]];
     const key = await createKey({});
     // Every replica has the key cached.

@@ -6,6 +6,7 @@ import { createKey } from '../../src/store/keys.js';
 import { migrate } from '../../src/store/migrations.js';
 import { createTestDatabase } from './test-database.js';
 import type { Telemetry } from '../../src/telemetry/telemetry.js';
+import { randomId } from '../../src/util/ids.js';
 
 /**
  * A gateway running in this process on 127.0.0.1, port 0, with its own database: a SQLite file,
@@ -64,7 +65,7 @@ export async function startGateway(config: unknown = {}, options: { random?: () 
   const store = database.open();
   await migrate(store.db);
   const adminKey = 'admin-test-key';
-  const gateway = buildGateway({ loaded: { config: parseConfig(withRouting, 'test config'), source: 'test' }, db: store.db, adminKey, logger: false, random: options.random, redisUrl: options.redisUrl, telemetry: options.telemetry, purgeIntervalMs: 0 });
+  const gateway = buildGateway({ loaded: { config: parseConfig(withRouting, 'test config'), source: 'test' }, db: store.db, adminKey, logger: false, random: options.random, redisUrl: options.redisUrl, telemetry: options.telemetry, redisPrefix: `op-test:${randomId(12)}:`, purgeIntervalMs: 0 });
   await gateway.app.listen({ port: 0, host: '127.0.0.1' });
   const port = (gateway.app.server.address() as AddressInfo).port;
   const origin = `http://127.0.0.1:${port}`;
