@@ -247,7 +247,9 @@ describe('response cache settings: per key (admin API), per model, shared scopes
     const { Redis } = await import('ioredis');
     const redis = new Redis(process.env.OP_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379');
     try {
-      const entry = `op:cache:${cacheKey(cacheScope(created.body.data.id as string, []), 'chat', body)}`;
+      // Under the gateway's Redis prefix (OP_REDIS_PREFIX; each test gateway has its own).
+      const prefix = gw.gateway.runtime().redis!.prefix;
+      const entry = `${prefix}cache:${cacheKey(cacheScope(created.body.data.id as string, []), 'chat', body)}`;
       assert.match((await redis.get(entry)) ?? '', /key-level/);
       const ttl = await redis.pttl(entry);
       assert.ok(ttl > 50_000 && ttl <= 60_000, `the key's TTL (60 s), got ${ttl} ms`);
