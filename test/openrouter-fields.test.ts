@@ -266,6 +266,10 @@ describe('OpenRouter request fields through the gateway', () => {
     assert.match(res.json.error.message, /unknown model variant ":turbo".*nitro, floor, free, pinned/);
     const inModels = await post({ model: 'test/model', models: ['test/other:bogus'], messages: msgs });
     assert.equal(inModels.json.error.param, 'models[0]');
+    const chained = await post({ model: 'test/model:nitro:floor', messages: msgs });
+    assert.equal(chained.status, 400, JSON.stringify(chained.json));
+    assert.equal(chained.json.error.param, 'model');
+    assert.match(chained.json.error.message, /unknown model variant ":nitro:floor" of "test\/model" \(known variants: nitro, floor, free, pinned\); variants cannot be chained/);
   });
 
   test('presets: @preset/<slug> as model, the preset field and model@preset/<slug>; request fields win', async () => {
