@@ -412,6 +412,37 @@ describe('Anthropic request translation', () => {
     assert.equal(res.json.error.param, 'tools[0].function.name');
   });
 
+  test('reasoning.exclude / include_reasoning: false: thinking text the upstream sends anyway reaches no field; signatures stay', async () => {
+    const signed = { type: 'reasoning.text', text: '', signature: 'sig-abc==', format: 'anthropic-claude-v1' };
+    const opaque = { type: 'reasoning.encrypted', data: 'opaque-xyz', format: 'anthropic-claude-v1' };
+    upstream.enqueue({ json: message([{ type: 'thinking', thinking: 'secret plan', signature: 'sig-abc==' }, { type: 'redacted_thinking', data: 'opaque-xyz' }, text('4')]) });
+    const plain = await post({ messages: [{ role: 'user', content: 'x' }], reasoning: { effort: 'low', exclude: true } });
+    assert.equal(plain.status, 200, plain.text);
+    assert.ok(!plain.text.includes('secret'), plain.text);
+    assert.equal(plain.json.choices[0].message.content, '4');
+    assert.deepEqual(plain.json.choices[0].message.reasoning_details, [signed, opaque]);
+
+    const events = [
+      { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'm', content: [], stop_reason: null, usage: { input_tokens: 5, output_tokens: 1 } } },
+      { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'secret plan' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: 'sig-abc==' } },
+      { type: 'content_block_stop', index: 0 },
+      { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } },
+      { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: '4' } },
+      { type: 'content_block_stop', index: 1 },
+      { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 9 } },
+      { type: 'message_stop' },
+    ];
+    upstream.enqueue({ sse: events.map((e) => JSON.stringify(e)), framing: 'anthropic' });
+    const streamed = await post({ messages: [{ role: 'user', content: 'x' }], include_reasoning: false, stream: true });
+    assert.equal(streamed.status, 200);
+    assert.ok(!streamed.text.includes('secret'), streamed.text);
+    const deltas = streamed.text.split('\n\n').filter((l) => l.startsWith('data: {')).map((l) => (JSON.parse(l.slice(6)) as Json).choices[0]?.delta ?? {});
+    assert.deepEqual(deltas.flatMap((d: Json) => d.reasoning_details ?? []), [signed]);
+    assert.equal(deltas.map((d: Json) => d.content ?? '').join(''), '4');
+  });
+
   test('two turns of tool use with thinking: the signed thinking is echoed before the tool_use, the result follows', async () => {
     const turn1 = [
       { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'm', content: [], stop_reason: null, usage: { input_tokens: 50, cache_read_input_tokens: 100, cache_creation_input_tokens: 7, output_tokens: 1 } } },

@@ -188,6 +188,20 @@ describe('OpenRouter request fields through the gateway', () => {
     while (a.pendingCount() > 0) await post({ model: 'test/model', messages: msgs, provider: { only: ['cheap'] } });
   });
 
+  test('null inside messages[].reasoning_details[] is "absent" (as OpenRouter sends it back)', async () => {
+    const details = [
+      { type: 'reasoning.text', text: 'thought', signature: null, id: null, format: null, index: 0 },
+      { type: 'reasoning.text', text: null, signature: 'sig==', id: null, format: 'anthropic-claude-v1', index: null },
+      { type: 'reasoning.encrypted', data: 'opaque', id: null, format: null },
+      { type: 'reasoning.summary', summary: null, text: null, id: null, format: null },
+    ];
+    a.enqueue(answer('ok'));
+    const res = await post({ model: 'test/model', provider: { only: ['cheap'] }, messages: [...msgs, { role: 'assistant', content: '4', reasoning_details: details }, { role: 'user', content: 'and 3+3?' }] });
+    assert.equal(res.status, 200, JSON.stringify(res.json));
+    assert.equal(res.json.choices[0].message.content, 'ok');
+    assert.ok(!JSON.stringify(a.requests.at(-1)!.json).includes('null'), JSON.stringify(a.requests.at(-1)!.json));
+  });
+
   test('include_reasoning: false hides reasoning the upstream sends anyway; reasoning.exclude likewise when streamed', async () => {
     a.enqueue(answer('4', { reasoning: 'two plus two' }));
     const res = await post({ model: 'test/model', provider: { only: ['cheap'] }, messages: msgs, include_reasoning: false });
@@ -252,6 +266,10 @@ describe('OpenRouter request fields through the gateway', () => {
     assert.match(res.json.error.message, /unknown model variant ":turbo".*nitro, floor, free, pinned/);
     const inModels = await post({ model: 'test/model', models: ['test/other:bogus'], messages: msgs });
     assert.equal(inModels.json.error.param, 'models[0]');
+    const chained = await post({ model: 'test/model:nitro:floor', messages: msgs });
+    assert.equal(chained.status, 400, JSON.stringify(chained.json));
+    assert.equal(chained.json.error.param, 'model');
+    assert.match(chained.json.error.message, /unknown model variant ":nitro:floor" of "test\/model" \(known variants: nitro, floor, free, pinned\); variants cannot be chained/);
   });
 
   test('presets: @preset/<slug> as model, the preset field and model@preset/<slug>; request fields win', async () => {

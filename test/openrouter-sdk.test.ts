@@ -114,6 +114,10 @@ describe('@openrouter/sdk through the gateway', () => {
     assert.equal(m.topProvider.isModerated, false);
     assert.equal(m.perRequestLimits, null);
     assert.ok(m.supportedParameters.includes('tools'));
+    assert.equal(m.links.details, '/v1/models/test/model/endpoints', 'a path the gateway serves');
+    const details = await fetch(new URL(m.links.details, gw.baseURL), { headers: { authorization: `Bearer ${gw.adminKey}` } });
+    assert.equal(details.status, 200);
+    assert.equal(((await details.json()) as Json).data.id, 'test/model');
 
     const endpoints = await client.endpoints.list({ author: 'test', slug: 'model' });
     const e = endpoints.data.endpoints[0]!;

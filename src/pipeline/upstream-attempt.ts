@@ -12,6 +12,7 @@ import { keepContent, meterAttempt } from './finish.js';
 import { clientClosed, MAX_ERROR_BODY, nonStreamedFailure, readCapped, shuttingDown, type Attempt } from './attempt.js';
 import { OutputAccumulator } from './output-accumulator.js';
 import { keepResponse } from './keep-response.js';
+import { hideReasoningText } from './hide-reasoning.js';
 
 /**
  * The upstream attempt stage: one call to one endpoint, its answer relayed to the client in the
@@ -57,7 +58,7 @@ export async function completeAttempt(a: Attempt, ingress: GenerationIngress, ca
     if (result.finishReason === 'length' && acc.reasoningOnly(draft.usage)) throw reasoningExhausted(input.ingress.api);
     draft.markFirstToken();
     // Same format in and out: the upstream's own body (parsed above only for the record).
-    const shown = input.chat.reasoning?.exclude === true ? { ...result, reasoning: null } : result;
+    const shown = input.chat.reasoning?.exclude === true ? { ...result, reasoning: null, reasoningDetails: hideReasoningText(result.reasoningDetails) } : result;
     const body = a.lane.relayUpstream ? json : ingress.responseBody(identityFor(draft, target.model.id), shown, draft.usage!, costUsd, input.request);
     await keepResponse(a, ingress, body);
     state.outputStarted = true;
@@ -135,9 +136,19 @@ class StreamRelay {
 
   async emit(part: StreamPart): Promise<void> {
     // `reasoning.exclude` / `include_reasoning: false`: the model may think, the client does not see it.
-    if (part.type === 'reasoning' && this.a.input.chat.reasoning?.exclude === true) {
-      this.acc.add(part);
-      return;
+    if (this.a.input.chat.reasoning?.exclude === true) {
+      if (part.type === 'reasoning') {
+        this.acc.add(part);
+        return;
+      }
+      if (part.type === 'reasoning-details') {
+        const details = hideReasoningText(part.details);
+        if (!details) {
+          this.acc.add(part);
+          return;
+        }
+        part = { ...part, details };
+      }
     }
     switch (part.type) {
       case 'error':

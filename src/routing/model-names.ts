@@ -82,16 +82,19 @@ function applyPreset(req: ChatRequest, config: ModelNameConfig): void {
 
 function stripVariant(id: string, param: string, catalog: Catalog, config: ModelNameConfig, out: Record<string, ModelVariant>): string {
   if (catalog.models.has(id)) return id;
-  const colon = id.lastIndexOf(':');
+  // The longest catalog id before a colon is the model (ids may contain `:` themselves); the rest
+  // is the variant, so `model:nitro:floor` is an unknown variant ("nitro:floor"), not an unknown model.
+  let colon = id.lastIndexOf(':');
+  while (colon > 0 && !catalog.models.has(id.slice(0, colon))) colon = id.lastIndexOf(':', colon - 1);
   if (colon <= 0) return id;
   const base = id.slice(0, colon);
   const name = id.slice(colon + 1);
-  if (!catalog.models.has(base)) return id;
   const builtIn = BUILT_IN[name];
   const configured = config.model_variants.find((v) => v.name === name);
   if (!builtIn && !configured) {
     const known = ['nitro', 'floor', 'free', ...config.model_variants.map((v) => v.name)].join(', ');
-    throw new GatewayError('invalid_request', `${param}: unknown model variant ":${name}" of ${JSON.stringify(base)} (known variants: ${known})`, { param });
+    const chained = name.includes(':') ? '; variants cannot be chained, send one' : '';
+    throw new GatewayError('invalid_request', `${param}: unknown model variant ":${name}" of ${JSON.stringify(base)} (known variants: ${known})${chained}`, { param });
   }
   out[base] = builtIn ? { name, ...builtIn } : { name, provider: normalizeProviderPreferences(configured!.provider).prefs, freeOnly: false };
   return base;

@@ -44,7 +44,7 @@ export function modelObject(model: ModelConfig) {
     supported_voices: null,
     knowledge_cutoff: null,
     expiration_date: null,
-    links: { details: `/api/v1/models/${model.id}/endpoints` },
+    links: { details: `/v1/models/${model.id}/endpoints` },
   };
 }
 

@@ -10,6 +10,9 @@ import { applyOpenRouterChatFields, openRouterChatFields, otherResponseFormat, s
  * @see https://platform.openai.com/docs/api-reference/chat/create
  */
 
+/** OpenRouter sends `null` for unset `reasoning_details[]` fields (`signature: null`): read as absent. */
+const absentIfNull = <T extends z.ZodTypeAny>(t: T) => t.nullish().transform((v: z.output<T> | null | undefined) => v ?? undefined);
+
 const cacheControl = z.object({ type: z.literal('ephemeral'), ttl: z.string().optional() }).passthrough();
 
 const textPart = z.object({ type: z.literal('text'), text: z.string(), cache_control: cacheControl.optional() }).passthrough();
@@ -63,12 +66,13 @@ const message = z.discriminatedUnion('role', [
         z
           .object({
             type: z.enum(['reasoning.text', 'reasoning.encrypted', 'reasoning.summary']),
-            text: z.string().optional(),
-            signature: z.string().optional(),
-            data: z.string().optional(),
-            id: z.string().optional(),
-            format: z.string().optional(),
-            index: z.number().int().optional(),
+            text: absentIfNull(z.string()),
+            summary: absentIfNull(z.string()),
+            signature: absentIfNull(z.string()),
+            data: absentIfNull(z.string()),
+            id: absentIfNull(z.string()),
+            format: absentIfNull(z.string()),
+            index: absentIfNull(z.number().int()),
           })
           .passthrough(),
       )
