@@ -30,7 +30,7 @@ interface RequestTrace {
   context: Context;
   /** Attempt spans by attempt index. */
   attempts: Map<number, Span>;
-  /** The server span has ended (Fastify's end and asyncEnd may both come). */
+  /** The server span has ended (once, on the raw response's 'close'). */
   ended: boolean;
 }
 
@@ -102,10 +102,11 @@ export async function startOpenTelemetry(options: TelemetryOptions): Promise<Tel
     subscriptions.push([name, fn as (msg: unknown) => void]);
     subscribe(name, fn as (msg: unknown) => void);
   };
-  if (tracer) subscribeTraces(tracer, config, on);
+  const openSpans = tracer ? subscribeTraces(tracer, config, on) : () => 0;
   if (meterProvider) subscribeMetrics(meterProvider, on);
   return {
     droppedSpans: () => processor?.dropped ?? 0,
+    openServerSpans: openSpans,
     async flush() {
       await tracerProvider?.forceFlush();
       await meterProvider?.forceFlush();
@@ -118,7 +119,8 @@ export async function startOpenTelemetry(options: TelemetryOptions): Promise<Tel
   };
 }
 
-function subscribeTraces(tracer: Tracer, config: TelemetryConfig, on: (name: string, fn: (msg: never) => void) => void): void {
+/** Subscribe the tracing channels; returns how many server spans are open (started, not yet ended). */
+function subscribeTraces(tracer: Tracer, config: TelemetryConfig, on: (name: string, fn: (msg: never) => void) => void): () => number {
   const byRequest = new Map<string, RequestTrace>();
   /** Attempt spans by the span id sent upstream in `traceparent` (for undici's events). */
   const bySpanId = new Map<string, Span>();
@@ -147,11 +149,11 @@ function subscribeTraces(tracer: Tracer, config: TelemetryConfig, on: (name: str
       attributes: { 'http.request.method': request.method, 'http.route': route, 'url.path': request.url.split('?')[0], 'op.request_id': String(request.id) },
     }, parent);
     byRequest.set(String(request.id), { span, context: trace.setSpan(parent, span), attempts: new Map(), ended: false });
+    store.reply.raw.once('close', () => endRequest(store));
   });
-  on('tracing:fastify.request.handler:end', (store: FastifyStore) => {
-    if (!store.async) endRequest(store);
-  });
-  on('tracing:fastify.request.handler:asyncEnd', endRequest);
+  // The server span ends when the response really ends: Fastify publishes no asyncEnd for a
+  // hijacked (streamed) reply, so its end/asyncEnd events cannot end it. 'close' comes once for
+  // every response — finished, failed or abandoned by the client.
   on('tracing:fastify.request.handler:error', (store: FastifyStore & { error?: Error }) => {
     const t = byRequest.get(String(store.request.id));
     if (t && store.error) t.span.recordException(store.error);
@@ -202,6 +204,7 @@ function subscribeTraces(tracer: Tracer, config: TelemetryConfig, on: (name: str
       return;
     }
   });
+  return () => byRequest.size;
 }
 
 function subscribeMetrics(meterProvider: MeterProvider, on: (name: string, fn: (msg: never) => void) => void): void {
