@@ -359,3 +359,10 @@ test('Redis store: an entry larger than max_entry_bytes is not stored; others li
     redis.disconnect();
   }
 });
+
+test('a key id in two shared_scopes groups is refused at load, naming both groups', async () => {
+  const { parseConfig } = await import('../src/config/load.js');
+  const config = oneModelConfig('http://127.0.0.1:9', { root: {}, model: {} });
+  assert.throws(() => parseConfig({ ...config, cache: { shared_scopes: [['k1', 'k2'], ['k3', 'k2']] } }, 'test'), /cache\.shared_scopes\[1\]\[1\]: key k2 is in shared_scopes groups 0 and 1; a key may be in one group only/);
+  assert.deepEqual(parseConfig({ ...config, cache: { shared_scopes: [['k1', 'k2'], ['k3', 'k4']] } }, 'test').cache.shared_scopes, [['k1', 'k2'], ['k3', 'k4']]);
+});
