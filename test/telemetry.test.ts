@@ -304,6 +304,41 @@ describe('OpenTelemetry export to a loopback OTLP receiver', () => {
     assert.equal(server.status.code, STATUS_ERROR);
   });
 
+  test('a cache hit: op.cache_hit on its server span, and no provider success nor gen_ai histogram sample', async () => {
+    const body = { model: 'test/model', messages: [{ role: 'user', content: 'cache me' }], provider: { only: ['alpha'] } };
+    alpha.enqueue(answer);
+    const miss = await post(body, { 'x-op-cache': 'true' });
+    assert.equal(miss.headers.get('x-op-cache'), 'MISS');
+    await miss.json();
+    const metricsText = async () => (await fetch(`${gw.origin}/metrics`)).text();
+    const count = (text: string, re: RegExp) => Number(re.exec(text)?.[1] ?? 0);
+    const durationRe = /gen_ai_server_request_duration_seconds_count\{[^}]*gen_ai_provider_name="alpha"[^}]*\} (\d+)/;
+    const successRe = /opinference_generations_total\{[^}]*provider="alpha",status="success"[^}]*\} (\d+)/;
+    let hit: Response | undefined;
+    for (let i = 0; i < 100; i++) {
+      const before = await metricsText();
+      const res = await post(body, { 'x-op-cache': 'true' });
+      if (res.headers.get('x-op-cache') === 'HIT') {
+        hit = res;
+        const json = await res.json() as Json;
+        await gw.flush();
+        const after = await metricsText();
+        assert.equal(count(after, durationRe), count(before, durationRe), 'no gen_ai duration sample for the provider');
+        assert.equal(count(after, successRe), count(before, successRe), 'not a provider success');
+        await telemetry!.flush();
+        const server = receiver.spans().find((s) => s.kind === SERVER && attrs(s.attributes)['op.generation_id'] === json.id);
+        assert.ok(server);
+        assert.equal(attrs(server.attributes)['op.cache_hit'], true);
+        const missServer = receiver.spans().filter((s) => s.kind === SERVER && attrs(s.attributes)['op.cache_hit'] === true);
+        assert.equal(missServer.length, 1);
+        break;
+      }
+      await res.text();
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.ok(hit, 'the second request was a hit');
+  });
+
   test('GenAI metrics over OTLP and on /metrics', async () => {
     beta.enqueue(streamed);
     const res = await post({ model: 'test/model', messages: [{ role: 'user', content: 'stream it' }], stream: true, provider: { only: ['beta'] } });

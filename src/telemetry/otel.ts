@@ -187,6 +187,7 @@ function subscribeTraces(tracer: Tracer, config: TelemetryConfig, on: (name: str
     const t = byRequest.get(draft.requestId);
     if (!t) return;
     t.span.setAttributes(defined(resultAttributes(draft)));
+    if (draft.cacheHit) t.span.setAttribute('op.cache_hit', true);
     if (draft.status === 'error') t.span.setStatus({ code: SpanStatusCode.ERROR, message: draft.errorCode ?? undefined });
     if (config.capture_content && draft.retention !== 'none' && draft.content) {
       t.span.setAttribute('gen_ai.input.messages', JSON.stringify(draft.content.request));
@@ -214,6 +215,7 @@ function subscribeMetrics(meterProvider: MeterProvider, on: (name: string, fn: (
   const ttft = meter.createHistogram('gen_ai.server.time_to_first_token', { unit: 's', description: 'Time to the first generated token of streamed generations.', advice: { explicitBucketBoundaries: [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0] } });
   const tpot = meter.createHistogram('gen_ai.server.time_per_output_token', { unit: 's', description: 'Time per output token after the first, of streamed generations.', advice: { explicitBucketBoundaries: [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5] } });
   on(generationEnd.name as string, ({ draft, latencyMs }: GenerationEndEvent) => {
+    if (draft.cacheHit) return; // no provider's work: kept out of the provider histograms
     const attrs = defined({
       'gen_ai.operation.name': operationName(draft.api),
       'gen_ai.provider.name': draft.provider ?? undefined,
