@@ -266,7 +266,9 @@ describe('response cache settings: per key (admin API), per model, shared scopes
     const { Redis } = await import('ioredis');
     const redis = new Redis(process.env.OP_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379');
     try {
-      const entry = `op:cache:${cacheKey(cacheScope(created.body.data.id as string, []), 'chat', body)}`;
+      // The test gateway runs under its own OP_REDIS_PREFIX (op-test:<random>:).
+      const [entry] = await redis.keys(`op-test:*:cache:${cacheKey(cacheScope(created.body.data.id as string, []), 'chat', body)}`);
+      assert.ok(entry, 'the entry is in Redis');
       assert.match((await redis.get(entry)) ?? '', /key-level/);
       const ttl = await redis.pttl(entry);
       assert.ok(ttl > 50_000 && ttl <= 60_000, `the key's TTL (60 s), got ${ttl} ms`);
