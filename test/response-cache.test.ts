@@ -109,6 +109,25 @@ describe('exact response cache', () => {
     assert.equal(chunks.at(-1)!.usage.completion_tokens, 2);
   });
 
+  test('a /v1/responses hit is stored like a live answer: GET by its id and previous_response_id find it', async () => {
+    const body = { model: 'test/model', input: `responses question ${++n}` };
+    const send = (b: Json) => fetch(`${gw.baseURL}/responses`, { method: 'POST', headers: { authorization: `Bearer ${keyA}`, 'content-type': 'application/json', 'x-op-cache': 'true' }, body: JSON.stringify(b) });
+    up.enqueue(answer('kept from the cache'));
+    assert.equal((await send(body)).headers.get('x-op-cache'), 'MISS');
+    const entry = cacheKey(cacheScope(keyAId, []), 'responses', body);
+    for (let i = 0; i < 250 && (await gw.gateway.runtime().cache.get(entry)) === null; i++) await sleep(20);
+    const hit = await send(body);
+    assert.equal(hit.headers.get('x-op-cache'), 'HIT');
+    const json = await hit.json() as Json;
+    assert.equal(json.store, true);
+    const got = await fetch(`${gw.baseURL}/responses/${json.id}`, { headers: { authorization: `Bearer ${keyA}` } });
+    assert.equal(got.status, 200);
+    assert.equal(((await got.json()) as Json).id, json.id);
+    up.enqueue(answer('a follow-up'));
+    const next = await fetch(`${gw.baseURL}/responses`, { method: 'POST', headers: { authorization: `Bearer ${keyA}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'test/model', input: 'and then?', previous_response_id: json.id }) });
+    assert.equal(next.status, 200);
+  });
+
   test('two keys: a key never sees another key\'s cached answer', async () => {
     const body = fresh({ op: { cache: true } });
     up.enqueue(answer('for key a'));
@@ -341,4 +360,11 @@ test('Redis store: an entry larger than max_entry_bytes is not stored; others li
     await redis.del(`${prefix}small`);
     redis.disconnect();
   }
+});
+
+test('a key id in two shared_scopes groups is refused at load, naming both groups', async () => {
+  const { parseConfig } = await import('../src/config/load.js');
+  const config = oneModelConfig('http://127.0.0.1:9', { root: {}, model: {} });
+  assert.throws(() => parseConfig({ ...config, cache: { shared_scopes: [['k1', 'k2'], ['k3', 'k2']] } }, 'test'), /cache\.shared_scopes\[1\]\[1\]: key k2 is in shared_scopes groups 0 and 1; a key may be in one group only/);
+  assert.deepEqual(parseConfig({ ...config, cache: { shared_scopes: [['k1', 'k2'], ['k3', 'k4']] } }, 'test').cache.shared_scopes, [['k1', 'k2'], ['k3', 'k4']]);
 });

@@ -253,6 +253,31 @@ describe('OpenTelemetry export to a loopback OTLP receiver', () => {
     assert.equal(resource['deployment.environment.name'], 'test');
   });
 
+  test('a streamed request exports its server span (parent = client span) and its attempt span; no span stays open', async () => {
+    beta.enqueue(streamed);
+    const clientTrace = '1bf7651916cd43dd8448eb211c80319d';
+    const clientSpan = 'c7ad6b7169203332';
+    const res = await post({ model: 'test/model', messages: [{ role: 'user', content: 'stream please' }], stream: true, provider: { only: ['beta'] } }, { traceparent: `00-${clientTrace}-${clientSpan}-01` });
+    assert.equal(res.status, 200);
+    assert.match(await res.text(), /\[DONE\]/);
+    // The server span ends on the response's 'close', just after the body has arrived.
+    for (let i = 0; i < 50 && telemetry!.openServerSpans() > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(telemetry!.openServerSpans(), 0);
+    await telemetry!.flush();
+    const spans = receiver.spans().filter((s) => s.traceId === clientTrace);
+    const server = spans.find((s) => s.kind === SERVER);
+    assert.ok(server, 'a server span in the client trace');
+    assert.equal(server.parentSpanId, clientSpan);
+    assert.equal(server.name, 'chat test/model');
+    const sa = attrs(server.attributes);
+    assert.equal(sa['http.response.status_code'], 200);
+    assert.equal(sa['gen_ai.usage.output_tokens'], 2);
+    const attempts = spans.filter((s) => s.kind === CLIENT);
+    assert.equal(attempts.length, 1);
+    assert.equal(attempts[0]!.parentSpanId, server.spanId);
+    assert.equal(attrs(attempts[0]!.attributes)['gen_ai.provider.name'], 'beta');
+  });
+
   test('retention none: no message content on any span', async () => {
     beta.enqueue(answer);
     const res = await post({ model: 'test/model', messages: [{ role: 'user', content: 'private words' }], provider: { only: ['beta'] }, op: { retention: 'none' } });
@@ -279,6 +304,41 @@ describe('OpenTelemetry export to a loopback OTLP receiver', () => {
     assert.equal(server.status.code, STATUS_ERROR);
   });
 
+  test('a cache hit: op.cache_hit on its server span, and no provider success nor gen_ai histogram sample', async () => {
+    const body = { model: 'test/model', messages: [{ role: 'user', content: 'cache me' }], provider: { only: ['alpha'] } };
+    alpha.enqueue(answer);
+    const miss = await post(body, { 'x-op-cache': 'true' });
+    assert.equal(miss.headers.get('x-op-cache'), 'MISS');
+    await miss.json();
+    const metricsText = async () => (await fetch(`${gw.origin}/metrics`)).text();
+    const count = (text: string, re: RegExp) => Number(re.exec(text)?.[1] ?? 0);
+    const durationRe = /gen_ai_server_request_duration_seconds_count\{[^}]*gen_ai_provider_name="alpha"[^}]*\} (\d+)/;
+    const successRe = /opinference_generations_total\{[^}]*provider="alpha",status="success"[^}]*\} (\d+)/;
+    let hit: Response | undefined;
+    for (let i = 0; i < 100; i++) {
+      const before = await metricsText();
+      const res = await post(body, { 'x-op-cache': 'true' });
+      if (res.headers.get('x-op-cache') === 'HIT') {
+        hit = res;
+        const json = await res.json() as Json;
+        await gw.flush();
+        const after = await metricsText();
+        assert.equal(count(after, durationRe), count(before, durationRe), 'no gen_ai duration sample for the provider');
+        assert.equal(count(after, successRe), count(before, successRe), 'not a provider success');
+        await telemetry!.flush();
+        const server = receiver.spans().find((s) => s.kind === SERVER && attrs(s.attributes)['op.generation_id'] === json.id);
+        assert.ok(server);
+        assert.equal(attrs(server.attributes)['op.cache_hit'], true);
+        const missServer = receiver.spans().filter((s) => s.kind === SERVER && attrs(s.attributes)['op.cache_hit'] === true);
+        assert.equal(missServer.length, 1);
+        break;
+      }
+      await res.text();
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.ok(hit, 'the second request was a hit');
+  });
+
   test('GenAI metrics over OTLP and on /metrics', async () => {
     beta.enqueue(streamed);
     const res = await post({ model: 'test/model', messages: [{ role: 'user', content: 'stream it' }], stream: true, provider: { only: ['beta'] } });
@@ -287,9 +347,9 @@ describe('OpenTelemetry export to a loopback OTLP receiver', () => {
     const names = new Set(receiver.metricNames());
     for (const n of ['gen_ai.client.token.usage', 'gen_ai.server.request.duration', 'gen_ai.server.time_to_first_token', 'gen_ai.server.time_per_output_token']) assert.ok(names.has(n), `${n} exported`);
     const prom = await (await fetch(`${gw.origin}/metrics`)).text();
-    assert.match(prom, /gen_ai_client_token_usage_count\{gen_ai_operation_name="chat",gen_ai_provider_name="beta",gen_ai_response_model="test\/model",gen_ai_token_type="output"\} 3/);
-    assert.match(prom, /gen_ai_server_time_to_first_token_seconds_count\{gen_ai_operation_name="chat",gen_ai_provider_name="beta",gen_ai_response_model="test\/model"\} 1/);
-    assert.match(prom, /gen_ai_server_time_per_output_token_seconds_count\{[^}]*\} 1/);
+    assert.match(prom, /gen_ai_client_token_usage_count\{gen_ai_operation_name="chat",gen_ai_provider_name="beta",gen_ai_response_model="test\/model",gen_ai_token_type="output"\} 4/);
+    assert.match(prom, /gen_ai_server_time_to_first_token_seconds_count\{gen_ai_operation_name="chat",gen_ai_provider_name="beta",gen_ai_response_model="test\/model"\} 2/);
+    assert.match(prom, /gen_ai_server_time_per_output_token_seconds_count\{[^}]*\} 2/);
     assert.match(prom, /gen_ai_server_request_duration_seconds_count\{[^}]*error_type="no_endpoint_available"[^}]*\} 1/);
     assert.match(prom, /opinference_telemetry_spans_dropped 0/);
   });

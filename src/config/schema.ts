@@ -253,8 +253,20 @@ export const cacheSchema = z
     max_entry_bytes: z.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
     /** Most bytes all entries may take (the oldest go first), in bytes. */
     max_total_bytes: z.number().int().min(1024).default(256 * 1024 * 1024),
-    /** Keys (by id) that share one cache scope: each inner list is one shared scope. */
-    shared_scopes: z.array(z.array(z.string().min(1)).min(2)).default([]),
+    /**
+     * Keys (by id) that share one cache scope: each inner list is one shared scope. A key id may
+     * be in one group only (in two, which scope it reads would be ambiguous): refused at load.
+     */
+    shared_scopes: z.array(z.array(z.string().min(1)).min(2)).default([]).superRefine((groups, ctx) => {
+      const seen = new Map<string, number>();
+      groups.forEach((group, g) => {
+        for (const [i, id] of group.entries()) {
+          const first = seen.get(id);
+          if (first === undefined) seen.set(id, g);
+          else if (first !== g) ctx.addIssue({ code: 'custom', path: [g, i], message: `key ${id} is in shared_scopes groups ${first} and ${g}; a key may be in one group only (merge the two groups into one)` });
+        }
+      });
+    }),
   })
   .strict();
 

@@ -77,7 +77,8 @@ function recordMetrics(rt: GatewayRuntime, row: ReturnType<GenerationDraft['toRo
   // Only catalog ids become label values: a client's made-up model names must not grow the series.
   const asked = row.requested_model;
   const model = row.served_model ?? (rt.catalog.models.has(asked) ? asked : 'unknown');
-  const provider = row.provider ?? '';
+  // A cache hit is no provider's success: counted with an empty provider (opinference_cache_lookups_total has hits).
+  const provider = draft.cacheHit ? '' : (row.provider ?? '');
   m.generations.inc({ model, provider, status: row.status, code: row.error_code ?? '' });
   if (row.prompt_tokens) m.tokens.inc({ model, provider, direction: 'prompt' }, row.prompt_tokens);
   if (row.completion_tokens) m.tokens.inc({ model, provider, direction: 'completion' }, row.completion_tokens);

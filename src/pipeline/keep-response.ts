@@ -6,9 +6,9 @@ import type { Attempt } from './attempt.js';
  * keeps of it, in the database, under the request's retention. Awaited before the client sees
  * the end of the response, so a follow-up (`previous_response_id`, `GET /v1/responses/{id}`)
  * sent as soon as it arrives finds it. A failed write is logged and noted in the record's
- * warnings; the answer still goes out.
+ * warnings; the answer still goes out. Live answers and cache hits alike go through it.
  */
-export async function keepResponse(a: Attempt, ingress: GenerationIngress, response: unknown): Promise<void> {
+export async function keepResponse(a: Pick<Attempt, 'rt' | 'draft' | 'input'>, ingress: GenerationIngress, response: unknown): Promise<void> {
   const { rt, draft, input } = a;
   if (!ingress.keep || draft.retention === 'none') return;
   const kept = ingress.keep(input.request, response);

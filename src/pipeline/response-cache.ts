@@ -4,6 +4,7 @@ import type { ToolCall } from '../core/chat-types.js';
 import { ContentBlockFramer } from '../core/content-blocks.js';
 import type { ApiKey } from '../store/keys.js';
 import type { ClientSink } from './client-sink.js';
+import { keepResponse } from './keep-response.js';
 import { identityFor, responseHeaders, sendStreamHeaders, type ResponseState } from './client-response.js';
 import type { GenerationDraft } from './generation-draft.js';
 import type { GenerationInput } from './generation-input.js';
@@ -83,8 +84,12 @@ export async function serveFromCache(rt: GatewayRuntime, input: GenerationInput,
   const identity = identityFor(draft, cached.servedModel ?? input.chat.model);
   const usage = result.usage ?? { promptTokens: 0, completionTokens: 0, cachedTokens: null, cacheWriteTokens: null, reasoningTokens: null, source: 'estimated' as const };
   draft.markFirstToken();
+  // A hit is kept like a live answer (Responses' `store`), so its id can be fetched and continued.
+  const kept = { rt, draft, input };
   if (!input.stream) {
-    sink.send(200, responseHeaders(draft), ingress.responseBody(identity, result, usage, 0, input.request));
+    const body = ingress.responseBody(identity, result, usage, 0, input.request);
+    await keepResponse(kept, ingress, body);
+    sink.send(200, responseHeaders(draft), body);
     return true;
   }
   const state: ResponseState = { headersSent: false, outputStarted: true, clientGone: new AbortController(), keepAlive: undefined, poolWaitMs: 0 };
@@ -99,6 +104,7 @@ export async function serveFromCache(rt: GatewayRuntime, input: GenerationInput,
   }
   if (framer) for (const p of framer.close()) text += encoder.part(p);
   await sink.write(text + encoder.finish(result.finishReason, usage, 0));
+  if (encoder.response) await keepResponse(kept, ingress, encoder.response());
   sink.end(encoder.done());
   return true;
 }

@@ -30,7 +30,7 @@ interface RequestTrace {
   context: Context;
   /** Attempt spans by attempt index. */
   attempts: Map<number, Span>;
-  /** The server span has ended (Fastify's end and asyncEnd may both come). */
+  /** The server span has ended (once, on the raw response's 'close'). */
   ended: boolean;
 }
 
@@ -102,10 +102,11 @@ export async function startOpenTelemetry(options: TelemetryOptions): Promise<Tel
     subscriptions.push([name, fn as (msg: unknown) => void]);
     subscribe(name, fn as (msg: unknown) => void);
   };
-  if (tracer) subscribeTraces(tracer, config, on);
+  const openSpans = tracer ? subscribeTraces(tracer, config, on) : () => 0;
   if (meterProvider) subscribeMetrics(meterProvider, on);
   return {
     droppedSpans: () => processor?.dropped ?? 0,
+    openServerSpans: openSpans,
     async flush() {
       await tracerProvider?.forceFlush();
       await meterProvider?.forceFlush();
@@ -118,7 +119,8 @@ export async function startOpenTelemetry(options: TelemetryOptions): Promise<Tel
   };
 }
 
-function subscribeTraces(tracer: Tracer, config: TelemetryConfig, on: (name: string, fn: (msg: never) => void) => void): void {
+/** Subscribe the tracing channels; returns how many server spans are open (started, not yet ended). */
+function subscribeTraces(tracer: Tracer, config: TelemetryConfig, on: (name: string, fn: (msg: never) => void) => void): () => number {
   const byRequest = new Map<string, RequestTrace>();
   /** Attempt spans by the span id sent upstream in `traceparent` (for undici's events). */
   const bySpanId = new Map<string, Span>();
@@ -147,11 +149,11 @@ function subscribeTraces(tracer: Tracer, config: TelemetryConfig, on: (name: str
       attributes: { 'http.request.method': request.method, 'http.route': route, 'url.path': request.url.split('?')[0], 'op.request_id': String(request.id) },
     }, parent);
     byRequest.set(String(request.id), { span, context: trace.setSpan(parent, span), attempts: new Map(), ended: false });
+    store.reply.raw.once('close', () => endRequest(store));
   });
-  on('tracing:fastify.request.handler:end', (store: FastifyStore) => {
-    if (!store.async) endRequest(store);
-  });
-  on('tracing:fastify.request.handler:asyncEnd', endRequest);
+  // The server span ends when the response really ends: Fastify publishes no asyncEnd for a
+  // hijacked (streamed) reply, so its end/asyncEnd events cannot end it. 'close' comes once for
+  // every response — finished, failed or abandoned by the client.
   on('tracing:fastify.request.handler:error', (store: FastifyStore & { error?: Error }) => {
     const t = byRequest.get(String(store.request.id));
     if (t && store.error) t.span.recordException(store.error);
@@ -185,6 +187,7 @@ function subscribeTraces(tracer: Tracer, config: TelemetryConfig, on: (name: str
     const t = byRequest.get(draft.requestId);
     if (!t) return;
     t.span.setAttributes(defined(resultAttributes(draft)));
+    if (draft.cacheHit) t.span.setAttribute('op.cache_hit', true);
     if (draft.status === 'error') t.span.setStatus({ code: SpanStatusCode.ERROR, message: draft.errorCode ?? undefined });
     if (config.capture_content && draft.retention !== 'none' && draft.content) {
       t.span.setAttribute('gen_ai.input.messages', JSON.stringify(draft.content.request));
@@ -202,6 +205,7 @@ function subscribeTraces(tracer: Tracer, config: TelemetryConfig, on: (name: str
       return;
     }
   });
+  return () => byRequest.size;
 }
 
 function subscribeMetrics(meterProvider: MeterProvider, on: (name: string, fn: (msg: never) => void) => void): void {
@@ -211,6 +215,7 @@ function subscribeMetrics(meterProvider: MeterProvider, on: (name: string, fn: (
   const ttft = meter.createHistogram('gen_ai.server.time_to_first_token', { unit: 's', description: 'Time to the first generated token of streamed generations.', advice: { explicitBucketBoundaries: [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0] } });
   const tpot = meter.createHistogram('gen_ai.server.time_per_output_token', { unit: 's', description: 'Time per output token after the first, of streamed generations.', advice: { explicitBucketBoundaries: [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5] } });
   on(generationEnd.name as string, ({ draft, latencyMs }: GenerationEndEvent) => {
+    if (draft.cacheHit) return; // no provider's work: kept out of the provider histograms
     const attrs = defined({
       'gen_ai.operation.name': operationName(draft.api),
       'gen_ai.provider.name': draft.provider ?? undefined,

@@ -6,13 +6,14 @@ import { operationName, timePerOutputTokenSeconds } from './genai-attributes.js'
 /**
  * The Prometheus subscriber of the generation-end event: the GenAI quantities (token usage,
  * request duration, time to first token, time per output token) on `/metrics`, for the gateway
- * that owns `metrics`. Returns the unsubscribe function.
+ * that owns `metrics`; cache hits are left out. Returns the unsubscribe function.
  * @see https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-metrics/
  */
 export function subscribeGenAiPrometheus(metrics: GatewayMetrics): () => void {
   const onEnd = (message: unknown) => {
     const { draft, latencyMs, metrics: owner } = message as GenerationEndEvent;
-    if (owner !== metrics) return;
+    // A cache hit is no provider's work: kept out of the provider duration, TTFT and token histograms.
+    if (owner !== metrics || draft.cacheHit) return;
     // Only served catalog ids become label values: client-made names must not grow the series.
     const labels = { gen_ai_operation_name: operationName(draft.api), gen_ai_provider_name: draft.provider ?? '', gen_ai_response_model: draft.servedModel ?? '' };
     metrics.genAiDuration.observe({ ...labels, error_type: draft.status === 'success' ? '' : (draft.errorCode ?? 'error') }, latencyMs / 1000);

@@ -11,6 +11,8 @@ import type { TelemetryConfig } from '../config/schema.js';
 export interface Telemetry {
   /** Spans dropped because the export queue was full (since start). */
   droppedSpans(): number;
+  /** Server spans started and not yet ended (one per request in flight; 0 when idle). */
+  openServerSpans(): number;
   /** Export what is queued now (tests, shutdown). */
   flush(): Promise<void>;
   /** Stop listening, export what is queued, and close the exporters. */
