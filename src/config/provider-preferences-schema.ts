@@ -41,7 +41,15 @@ export const providerPreferencesSchema = z
 
 export type ProviderPreferencesInput = z.infer<typeof providerPreferencesSchema>;
 
-/** The normalised preferences (the internal `ProviderPreferences` of core/chat-types.ts, restated here: config is the ground layer). */
+/** Thresholds per percentile of an endpoint's live statistics (OpenRouter's `PercentileLatencyCutoffs`). */
+export interface PerformanceCutoffs {
+  p50?: number;
+  p75?: number;
+  p90?: number;
+  p99?: number;
+}
+
+/** Routing preferences as normalised from a request or a preset (core/chat-types.ts `ProviderPreferences`). */
 export interface NormalizedProviderPreferences {
   order?: string[];
   allow_fallbacks?: boolean;
@@ -52,10 +60,14 @@ export interface NormalizedProviderPreferences {
   ignore?: string[];
   quantizations?: string[];
   sort?: 'price' | 'throughput' | 'latency';
+  /** `model` (default): fallback models stay fallbacks; `none`: `sort` orders endpoints across all models. */
   sort_partition?: 'model' | 'none';
+  /** USD per 1M tokens (prompt, completion); USD per request, image or audio unit (request, image, audio). */
   max_price?: { prompt?: number; completion?: number; request?: number; image?: number; audio?: number };
-  preferred_max_latency?: { p50?: number; p75?: number; p90?: number; p99?: number };
-  preferred_min_throughput?: { p50?: number; p75?: number; p90?: number; p99?: number };
+  /** Deprioritise endpoints slower than this time to first token, in seconds, at each percentile given. */
+  preferred_max_latency?: PerformanceCutoffs;
+  /** Deprioritise endpoints below this throughput, in output tokens per second, at each percentile given. */
+  preferred_min_throughput?: PerformanceCutoffs;
 }
 
 function cutoffsOf(v: z.infer<typeof cutoffs> | null | undefined) {

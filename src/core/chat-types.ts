@@ -1,3 +1,4 @@
+import type { NormalizedProviderPreferences, PerformanceCutoffs } from '../config/provider-preferences-schema.js';
 /**
  * The internal request format: the OpenAI chat format with the gateway fields. Every client API
  * (src/ingress/) converts its request into a {@link ChatRequest}; provider adapters
@@ -63,34 +64,11 @@ export type ResponseFormat =
 
 export type ReasoningEffort = 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max';
 
-/** Routing preferences (SPEC §2.1 `provider`). */
-export interface ProviderPreferences {
-  order?: string[];
-  allow_fallbacks?: boolean;
-  require_parameters?: boolean;
-  data_collection?: 'allow' | 'deny';
-  zdr?: boolean;
-  only?: string[];
-  ignore?: string[];
-  quantizations?: string[];
-  sort?: 'price' | 'throughput' | 'latency';
-  /** `model` (default): fallback models stay fallbacks; `none`: `sort` orders endpoints across all models. */
-  sort_partition?: 'model' | 'none';
-  /** USD per 1M tokens (prompt, completion); USD per request, image or audio unit (request, image, audio). */
-  max_price?: { prompt?: number; completion?: number; request?: number; image?: number; audio?: number };
-  /** Deprioritise endpoints slower than this time to first token, in seconds, at each percentile given. */
-  preferred_max_latency?: PerformanceCutoffs;
-  /** Deprioritise endpoints below this throughput, in output tokens per second, at each percentile given. */
-  preferred_min_throughput?: PerformanceCutoffs;
-}
+/** Routing preferences (SPEC §2.1 `provider`), as normalised from the request (one definition, in config/). */
+export type ProviderPreferences = NormalizedProviderPreferences;
 
 /** Thresholds per percentile of an endpoint's live statistics (OpenRouter's `PercentileLatencyCutoffs`). */
-export interface PerformanceCutoffs {
-  p50?: number;
-  p75?: number;
-  p90?: number;
-  p99?: number;
-}
+export type { PerformanceCutoffs };
 
 /** A model variant as routing applies it (`:nitro`, `:floor`, `:free` or the operator's). */
 export interface ModelVariant {

@@ -1,17 +1,5 @@
 import type { GatewayError } from '../../errors/gateway-error.js';
-
-/** Anthropic's error `type` values. @see https://docs.anthropic.com/en/api/errors */
-export type AnthropicErrorType =
-  | 'invalid_request_error'
-  | 'authentication_error'
-  | 'billing_error'
-  | 'permission_error'
-  | 'not_found_error'
-  | 'request_too_large'
-  | 'rate_limit_error'
-  | 'api_error'
-  | 'timeout_error'
-  | 'overloaded_error';
+import type { AnthropicErrorType } from '../../providers/anthropic/anthropic-error.js';
 
 /**
  * Anthropic's error type for a catalog error, by its HTTP status (what Anthropic's SDKs and
