@@ -110,6 +110,13 @@ const SUMS = ['requests', 'errors', 'refused', 'cancelled', 'prompt_tokens', 'co
 /** Groups per statement: 5 bound values each in the read, 16 in the upsert. */
 const UPSERT_CHUNK = 100;
 
+/** A rollup table's time column, whether it has a `tag` column, and its primary key columns. */
+function rollupKeyOf(table: RollupTable): { time: (typeof ROLLUP_TIME_COLUMN)[RollupTable]; tagged: boolean; key: string[] } {
+  const time = ROLLUP_TIME_COLUMN[table];
+  const tagged = table === 'usage_hourly_tags' || table === 'usage_daily_tags';
+  return { time, tagged, key: [time, 'key_id', ...(tagged ? ['tag'] : []), 'model', 'provider'] };
+}
+
 /**
  * Add a batch's groups to a rollup table, `UPSERT_CHUNK` groups per two statements: one read of
  * the groups' existing histograms, then one multi-row `INSERT … ON CONFLICT DO UPDATE` adding the
@@ -117,9 +124,7 @@ const UPSERT_CHUNK = 100;
  * transaction keeps the read and the write together).
  */
 async function upsert(trx: Transaction<Database>, table: RollupTable, groups: Iterable<RollupAcc>): Promise<void> {
-  const time = ROLLUP_TIME_COLUMN[table];
-  const tagged = table === 'usage_hourly_tags' || table === 'usage_daily_tags';
-  const key = [time, 'key_id', ...(tagged ? ['tag'] : []), 'model', 'provider'];
+  const { time, tagged, key } = rollupKeyOf(table);
   const all = [...groups];
   for (let i = 0; i < all.length; i += UPSERT_CHUNK) {
     const chunk = all.slice(i, i + UPSERT_CHUNK);
@@ -264,9 +269,7 @@ interface RefusalGroup {
  * a generation its rollups never counted cannot make a count negative.
  */
 async function moveToRefused(db: Kysely<Database>, table: RollupTable, groups: Iterable<RefusalGroup>): Promise<void> {
-  const time = ROLLUP_TIME_COLUMN[table];
-  const tagged = table === 'usage_hourly_tags' || table === 'usage_daily_tags';
-  const key = [time, 'key_id', ...(tagged ? ['tag'] : []), 'model', 'provider'];
+  const { time, tagged, key } = rollupKeyOf(table);
   const all = [...groups];
   for (let i = 0; i < all.length; i += UPSERT_CHUNK) {
     const chunk = all.slice(i, i + UPSERT_CHUNK);
