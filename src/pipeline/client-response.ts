@@ -20,6 +20,8 @@ export interface ResponseState {
   keepAlive: NodeJS.Timeout | undefined;
   /** Time the current attempt waited for a local connection slot, in ms (not the upstream's time). */
   poolWaitMs: number;
+  /** The upstream call in flight, cancelled at once when the client goes away. */
+  upstream?: { abort(reason: Error): void } | undefined;
 }
 
 const KEEP_ALIVE = ': keep-alive\n\n';

@@ -3,6 +3,7 @@ import type { GatewayConfig } from '../config/schema.js';
 import { adapterFor } from '../providers/registry.js';
 import type { ProviderAdapter } from '../providers/types.js';
 import type { UpstreamPools } from '../relay/upstream-client.js';
+import type { LiveUpstreamCalls } from '../relay/upstream-exchange.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { HealthRegistry } from '../routing/endpoint-health.js';
 import type { LimitStore } from '../limits/limit-store.js';
@@ -34,6 +35,8 @@ export interface GatewayRuntime {
   cache: ResponseCacheStore;
   /** Aborted when the drain time of a shutdown runs out: streams still open end with an error chunk. */
   shutdown: AbortController;
+  /** The upstream calls in flight; all are cut when `shutdown` aborts. */
+  upstreamCalls: LiveUpstreamCalls;
   /** A key's settled spend since `periodStart` from the database (picodollars). */
   loadSpent: (keyId: string, periodStart: number) => Promise<bigint>;
   /** Responses API objects kept for `GET /v1/responses/{id}` and `previous_response_id`. */

@@ -16,6 +16,7 @@ import { generationStart, type GenerationStartEvent } from './events.js';
 import { GenerationDraft } from './generation-draft.js';
 import type { GenerationInput } from './generation-input.js';
 import { planAttempts } from './plan.js';
+import { clientClosed } from './attempt.js';
 import { planCache, serveFromCache, storeInCache, type CachePlan } from './response-cache.js';
 import type { GatewayRuntime } from './runtime.js';
 
@@ -108,7 +109,9 @@ async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: 
   const { chat } = input;
   const state: ResponseState = { headersSent: false, outputStarted: false, clientGone: new AbortController(), keepAlive: undefined, poolWaitMs: 0 };
   const onClose = () => {
-    if (!sink.finished) state.clientGone.abort();
+    if (sink.finished) return;
+    state.clientGone.abort();
+    state.upstream?.abort(clientClosed());
   };
   sink.onClose(onClose);
   // records.durability strict: the response's last byte waits for its record to be committed.

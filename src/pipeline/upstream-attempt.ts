@@ -4,12 +4,11 @@ import { GatewayError } from '../errors/gateway-error.js';
 import type { GenerationIngress, StreamEncoder } from '../ingress/types.js';
 import type { UpstreamCall } from '../providers/types.js';
 import { transportErrorToGatewayError } from '../providers/upstream-errors.js';
-import { readUpstreamBody } from '../relay/read-upstream-body.js';
 import { sseEvents } from '../relay/sse-events.js';
-import { sendUpstream } from '../relay/upstream-client.js';
+import { UpstreamExchange } from '../relay/upstream-exchange.js';
 import { endStreamWithError, identityFor, responseHeaders, sendStreamHeaders, stopKeepAlive } from './client-response.js';
 import { keepContent, meterAttempt } from './finish.js';
-import { clientClosed, MAX_ERROR_BODY, nonStreamedFailure, readCapped, shuttingDown, type Attempt } from './attempt.js';
+import { clientClosed, MAX_ERROR_BODY, nonStreamedFailure, shuttingDown, type Attempt } from './attempt.js';
 import { OutputAccumulator } from './output-accumulator.js';
 import { keepResponse } from './keep-response.js';
 import { hideReasoningText } from './hide-reasoning.js';
@@ -36,15 +35,19 @@ export async function completeAttempt(a: Attempt, ingress: GenerationIngress, ca
   // A local connection slot first: waiting for it is not the upstream's time.
   const slot = await rt.pools.acquire(target.provider, target.timeouts.pool_wait_ms, [state.clientGone.signal, rt.shutdown.signal]);
   state.poolWaitMs = slot.waitedMs;
-  const total = new AbortController();
   let timedOut = false;
-  const timer = target.timeouts.total_ms > 0 ? setTimeout(() => { timedOut = true; total.abort(); }, target.timeouts.total_ms) : undefined;
+  let res: UpstreamExchange | undefined;
+  const timer = target.timeouts.total_ms > 0 ? setTimeout(() => { timedOut = true; res?.abort(new Error('total timeout')); }, target.timeouts.total_ms) : undefined;
   try {
-    const res = await sendUpstream(call, rt.pools.agentFor(target.provider), target.timeouts, AbortSignal.any([state.clientGone.signal, total.signal, rt.shutdown.signal]));
+    if (state.clientGone.signal.aborted) throw clientClosed();
+    if (rt.shutdown.signal.aborted) throw shuttingDown();
+    res = new UpstreamExchange(call, rt.pools.agentFor(target.provider), target.timeouts, rt.upstreamCalls);
+    state.upstream = res;
+    await res.head();
     if (res.statusCode >= 300) {
-      throw adapter.parseErrorResponse(res.statusCode, res.headers, await readCapped(res.body, MAX_ERROR_BODY));
+      throw adapter.parseErrorResponse(res.statusCode, res.headers, await res.cappedText(MAX_ERROR_BODY));
     }
-    const text = await readUpstreamBody(res.body, res.headers, rt.config.server.upstream_max_response_bytes, target.provider.id);
+    const text = await res.text(rt.config.server.upstream_max_response_bytes, target.provider.id);
     let json: unknown;
     try {
       json = JSON.parse(text);
@@ -68,6 +71,7 @@ export async function completeAttempt(a: Attempt, ingress: GenerationIngress, ca
     throw nonStreamedFailure(a, err, timedOut);
   } finally {
     clearTimeout(timer);
+    state.upstream = undefined;
     slot.release();
   }
 }
@@ -188,29 +192,33 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
   // A local connection slot first: waiting for it is not counted in the first-token time.
   const slot = await rt.pools.acquire(target.provider, target.timeouts.pool_wait_ms, [state.clientGone.signal, rt.shutdown.signal]);
   state.poolWaitMs = slot.waitedMs;
-  const attempt = new AbortController();
+  let res: UpstreamExchange | undefined;
   let firstTokenTimedOut = false;
   const ftMs = target.timeouts.first_token_ms;
-  const firstTokenTimer = ftMs > 0 ? setTimeout(() => { firstTokenTimedOut = true; attempt.abort(); }, ftMs) : undefined;
+  const firstTokenTimer = ftMs > 0 ? setTimeout(() => { firstTokenTimedOut = true; res?.abort(new Error('first-token timeout')); }, ftMs) : undefined;
   const relay = new StreamRelay(a, ingress, firstTokenTimer);
   const { acc, encoder } = relay;
 
   let status = 0;
   try {
-    const res = await sendUpstream(call, rt.pools.agentFor(target.provider), target.timeouts, AbortSignal.any([state.clientGone.signal, attempt.signal, rt.shutdown.signal]));
+    if (state.clientGone.signal.aborted) throw clientClosed();
+    if (rt.shutdown.signal.aborted) throw shuttingDown();
+    res = new UpstreamExchange(call, rt.pools.agentFor(target.provider), target.timeouts, rt.upstreamCalls);
+    state.upstream = res;
+    await res.head();
     status = res.statusCode;
     if (res.statusCode >= 300) {
-      throw adapter.parseErrorResponse(res.statusCode, res.headers, await readCapped(res.body, MAX_ERROR_BODY));
+      throw adapter.parseErrorResponse(res.statusCode, res.headers, await res.cappedText(MAX_ERROR_BODY));
     }
     const contentType = String(res.headers['content-type'] ?? '');
     if (contentType.includes('application/json')) {
       // Asked for a stream, got one JSON body: an error, or a server that ignores `stream`.
-      const json = JSON.parse(await readUpstreamBody(res.body, res.headers, rt.config.server.upstream_max_response_bytes, target.provider.id)) as unknown;
+      const json = JSON.parse(await res.text(rt.config.server.upstream_max_response_bytes, target.provider.id)) as unknown;
       for (const part of OutputAccumulator.resultToParts(adapter.parseResult(json, a.lane.operation))) await relay.emit(part);
     } else {
       const transform = adapter.createStreamTransform(a.lane.operation);
       relay.raw = a.lane.relayUpstream === true;
-      for await (const event of sseEvents(res.body, rt.config.server.upstream_max_event_bytes, target.provider.id)) {
+      for await (const event of sseEvents(res, rt.config.server.upstream_max_event_bytes, target.provider.id)) {
         if (relay.raw) await relay.relayEvent(event, transform.push(event));
         else for (const part of transform.push(event)) await relay.emit(part);
         // Past the upstream's end of stream ([DONE]) nothing is read: a restart is never relayed.
@@ -254,7 +262,7 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
     else if (thrown instanceof GatewayError) err = thrown;
     else if (thrown instanceof SyntaxError) err = new GatewayError('upstream_invalid_response', `response body is not JSON`, { metadata: { provider_name: target.provider.id } });
     else err = transportErrorToGatewayError(thrown, target.provider.id);
-    attempt.abort();
+    res?.abort(err);
     if (!state.outputStarted) throw err;
     // After the first byte: no failover. Record what was seen and end with the error event.
     const costUsd = meterAttempt(draft, target, acc, a.prompt);
@@ -269,6 +277,7 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
     return status;
   } finally {
     clearTimeout(firstTokenTimer);
+    state.upstream = undefined;
     slot.release();
   }
 }

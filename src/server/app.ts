@@ -4,6 +4,7 @@ import type { LoadedConfig } from '../config/load.js';
 import { GatewayError, toGatewayError } from '../errors/gateway-error.js';
 import type { GatewayRuntime } from '../pipeline/runtime.js';
 import { UpstreamPools } from '../relay/upstream-client.js';
+import { LiveUpstreamCalls } from '../relay/upstream-exchange.js';
 import { buildCatalog } from '../routing/catalog.js';
 import { HealthRegistry, type HealthSettings } from '../routing/endpoint-health.js';
 import type { GatewayConfig } from '../config/schema.js';
@@ -156,6 +157,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     metrics: new GatewayMetrics(),
     cache: redis ? new RedisResponseCacheStore(redis.client, cacheBounds, `${redis.prefix}cache:`) : new DatabaseResponseCacheStore(db, cacheBounds),
     shutdown: new AbortController(),
+    upstreamCalls: new LiveUpstreamCalls(),
     responses: new StoredResponseStore(db),
     async loadSpent(keyId, periodStart) {
       const row = await db
@@ -168,6 +170,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     },
   };
   runtime.writer.configure(config.records);
+  runtime.shutdown.signal.addEventListener('abort', () => runtime.upstreamCalls.abortAll(new Error('the gateway is shutting down')), { once: true });
   runtime.metrics.observeWriter(runtime.writer);
   const rt = () => runtime;
   const stopGenAiMetrics = subscribeGenAiPrometheus(runtime.metrics);
