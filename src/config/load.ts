@@ -1,7 +1,7 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import type { ZodIssue } from 'zod';
-import { configSchema, type GatewayConfig } from './schema.js';
+import { configSchema, EMBEDDING_INPUTS, type GatewayConfig } from './schema.js';
 
 /** Thrown when the config cannot be read or is invalid; `issues` are `path: message` lines. */
 export class ConfigError extends Error {
@@ -66,7 +66,7 @@ function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, path: (string | n
 }
 
 /** Provider kinds whose adapter serves `POST /embeddings` (an endpoint's `embeddings: true`). */
-const EMBEDDING_KINDS: readonly string[] = ['openai'];
+const EMBEDDING_KINDS: readonly string[] = Object.entries(EMBEDDING_INPUTS).filter(([, inputs]) => inputs !== null).map(([kind]) => kind);
 
 type Loose = Record<string, unknown>;
 const asList = (v: unknown): Loose[] => (Array.isArray(v) ? v.map((x) => (x !== null && typeof x === 'object' ? (x as Loose) : {})) : []);

@@ -99,6 +99,22 @@ export const providerSchema = z
   })
   .strict();
 
+/** A provider kind: the wire format the gateway speaks to it. */
+export type ProviderKind = z.infer<typeof providerSchema>['kind'];
+
+/**
+ * What each provider kind's embeddings call takes: `text` (strings only), `text-or-tokens`
+ * (strings or token-id arrays), or null (the kind serves no embeddings: an endpoint's
+ * `embeddings: true` is refused at load). `gemini` embeds text only (`batchEmbedContents`);
+ * `openai` and `local` (the engine tokenizes, or takes the ids as given) take both.
+ */
+export const EMBEDDING_INPUTS: Readonly<Record<ProviderKind, 'text' | 'text-or-tokens' | null>> = {
+  openai: 'text-or-tokens',
+  anthropic: null,
+  gemini: 'text',
+  local: 'text-or-tokens',
+};
+
 /** USD per 1M tokens, and USD per request. Given as numbers or decimal strings. */
 const price = z.union([
   z.number().min(0).refine((n) => Number.isFinite(n) && Number(n.toFixed(6)) === n, 'must have at most 6 decimals'),
