@@ -53,6 +53,8 @@ describe('POST /v1/embeddings through gemini endpoints', () => {
           endpoints: [gemini('gem', { max_embedding_inputs: 2 })],
         },
         { id: 'google/embed-failover', context_length: 2048, endpoints: [gemini('gem-down'), gemini('gem')] },
+        // max_embedding_inputs left at its default (2048): Gemini's own limit of 100 applies.
+        { id: 'google/embed-default', context_length: 2048, endpoints: [gemini('gem')] },
         {
           id: 'mixed/embed',
           context_length: 2048,
@@ -164,6 +166,17 @@ describe('POST /v1/embeddings through gemini endpoints', () => {
     assert.equal(res.usage.prompt_tokens, 3);
   });
 
+  test('an endpoint with the default max_embedding_inputs sends at most 100 inputs per call (Gemini\'s limit)', async () => {
+    upstream.requests.length = 0;
+    const inputs = Array.from({ length: 101 }, (_, i) => `text ${i}`);
+    upstream.enqueue(geminiVectors(...inputs.slice(0, 100).map((_, i) => i)), geminiVectors(100));
+    const res = await client.embeddings.create({ model: 'google/embed-default', input: inputs, encoding_format: 'float' });
+    assert.deepEqual(upstream.requests.map((r) => (r.json as Json).requests.length), [100, 1]);
+    assert.equal((upstream.requests[1]!.json as Json).requests[0].content.parts[0].text, 'text 100');
+    assert.equal(res.data.length, 101);
+    assert.deepEqual(res.data[100]!.embedding, vec(100));
+  });
+
   test('an answer with fewer vectors than inputs is upstream_invalid_response, not a short list', async () => {
     upstream.enqueue(geminiVectors(1));
     await assert.rejects(client.embeddings.create({ model: 'google/embed', input: ['a', 'b'], encoding_format: 'float' }), (err: unknown) => {
@@ -185,5 +198,15 @@ describe('gemini embeddings config', () => {
       ],
     }, 'test');
     assert.deepEqual(config.models.map((m) => m.endpoints[0]!.embeddings), [true, true]);
+  });
+
+  test('max_embedding_inputs above Gemini\'s 100 per call is refused at start', () => {
+    assert.throws(
+      () => parseConfig({
+        providers: [{ id: 'g', kind: 'gemini', api_key: 'k' }],
+        models: [{ id: 'x/g', context_length: 2048, endpoints: [{ provider: 'g', upstream_model: 'gemini-embedding-001', embeddings: true, max_embedding_inputs: 101 }] }],
+      }, 'test'),
+      /models\[0\]\.endpoints\[0\]\.max_embedding_inputs: provider kind "gemini" takes at most 100 inputs per embeddings call \(got 101\)/,
+    );
   });
 });
