@@ -10,6 +10,7 @@
  * tokenizer, plus the begin/end tokens the model adds), summed.
  */
 import type { LlamaEmbeddingContext, LlamaModel, Token } from 'node-llama-cpp';
+import { encodeEmbeddingBase64 } from '../../core/embedding-types.js';
 import { RequestError } from './engine-generate.js';
 import { SlotPool } from './engine-slots.js';
 
@@ -68,13 +69,6 @@ function readInputs(body: Record<string, unknown>, vocabularySize: number): Inpu
   });
 }
 
-/** A vector as OpenAI's base64 encoding: little-endian float32, base64. */
-function base64Of(vector: readonly number[]): string {
-  const bytes = Buffer.alloc(vector.length * 4);
-  for (let i = 0; i < vector.length; i++) bytes.writeFloatLE(vector[i]!, i * 4);
-  return bytes.toString('base64');
-}
-
 /**
  * The engine's embedder. Nothing is allocated until the first {@link Embedder.embed} call; a
  * failed context creation is retried by the next request.
@@ -124,7 +118,7 @@ export function createEmbedder({ model, vocabularySize, contextSize, threads, ma
           }
           const { vector } = await ctx.getEmbeddingFor(inputs[i]!);
           tokens += length;
-          data.push({ object: 'embedding', index: i, embedding: format === 'base64' ? base64Of(vector) : [...vector] });
+          data.push({ object: 'embedding', index: i, embedding: format === 'base64' ? encodeEmbeddingBase64(vector) : [...vector] });
         }
         return { object: 'list', data, model: typeof body.model === 'string' ? body.model : 'local', usage: { prompt_tokens: tokens, total_tokens: tokens } };
       } finally {
