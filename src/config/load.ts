@@ -1,7 +1,7 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import type { ZodIssue } from 'zod';
-import { configSchema, type GatewayConfig } from './schema.js';
+import { configSchema, EMBEDDING_BATCH_LIMIT, EMBEDDING_INPUTS, type GatewayConfig, type ProviderKind } from './schema.js';
 
 /** Thrown when the config cannot be read or is invalid; `issues` are `path: message` lines. */
 export class ConfigError extends Error {
@@ -66,7 +66,7 @@ function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, path: (string | n
 }
 
 /** Provider kinds whose adapter serves `POST /embeddings` (an endpoint's `embeddings: true`). */
-const EMBEDDING_KINDS: readonly string[] = ['openai'];
+const EMBEDDING_KINDS: readonly string[] = Object.entries(EMBEDDING_INPUTS).filter(([, inputs]) => inputs !== null).map(([kind]) => kind);
 
 type Loose = Record<string, unknown>;
 const asList = (v: unknown): Loose[] => (Array.isArray(v) ? v.map((x) => (x !== null && typeof x === 'object' ? (x as Loose) : {})) : []);
@@ -109,6 +109,11 @@ function checkReferences(raw: unknown): string[] {
         issues.push(`${at}.provider: unknown provider "${provider}" (known: ${known})`);
       } else if (e.embeddings === true && kind !== undefined && !EMBEDDING_KINDS.includes(kind)) {
         issues.push(`${at}.embeddings: provider kind "${kind}" does not serve embeddings (kinds that do: ${EMBEDDING_KINDS.join(', ')})`);
+      }
+      const batchLimit = kind === undefined ? undefined : EMBEDDING_BATCH_LIMIT[kind as ProviderKind];
+      const batch = asNumber(e.max_embedding_inputs);
+      if (batchLimit !== undefined && batch !== undefined && batch > batchLimit) {
+        issues.push(`${at}.max_embedding_inputs: provider kind "${kind}" takes at most ${batchLimit} inputs per embeddings call (got ${batch})`);
       }
       if (e.supports_responses === true && kind !== undefined && kind !== 'openai') {
         issues.push(`${at}.supports_responses: only "openai" providers serve the Responses API natively (this one is "${kind}"; /v1/responses reaches it by translation without the setting)`);

@@ -99,6 +99,29 @@ export const providerSchema = z
   })
   .strict();
 
+/** A provider kind: the wire format the gateway speaks to it. */
+export type ProviderKind = z.infer<typeof providerSchema>['kind'];
+
+/**
+ * What each provider kind's embeddings call takes: `text` (strings only), `text-or-tokens`
+ * (strings or token-id arrays), or null (the kind serves no embeddings: an endpoint's
+ * `embeddings: true` is refused at load). `gemini` embeds text only (`batchEmbedContents`);
+ * `openai` and `local` (the engine tokenizes, or takes the ids as given) take both.
+ */
+export const EMBEDDING_INPUTS: Readonly<Record<ProviderKind, 'text' | 'text-or-tokens' | null>> = {
+  openai: 'text-or-tokens',
+  anthropic: null,
+  gemini: 'text',
+  local: 'text-or-tokens',
+};
+
+/**
+ * The most inputs one upstream embeddings call of a kind may carry, where the upstream has a
+ * limit: Gemini's `batchEmbedContents` refuses more than 100 requests. An endpoint's
+ * `max_embedding_inputs` is capped at it (and a larger value in the config is refused).
+ */
+export const EMBEDDING_BATCH_LIMIT: Readonly<Partial<Record<ProviderKind, number>>> = { gemini: 100 };
+
 /** USD per 1M tokens, and USD per request. Given as numbers or decimal strings. */
 const price = z.union([
   z.number().min(0).refine((n) => Number.isFinite(n) && Number(n.toFixed(6)) === n, 'must have at most 6 decimals'),
@@ -142,7 +165,7 @@ export const endpointSchema = z
     supports_responses: z.boolean().default(false),
     /** The endpoint serves `POST /embeddings` (an embedding model). */
     embeddings: z.boolean().default(false),
-    /** Most inputs per upstream embeddings call: a longer `input` array is sent in batches of this size. */
+    /** Most inputs per upstream embeddings call: a longer `input` array is sent in batches of this size (capped at the kind's `EMBEDDING_BATCH_LIMIT`: 100 for `gemini`). */
     max_embedding_inputs: z.number().int().min(1).max(100_000).default(2048),
     quantization: z.string().optional(),
     weight: z.number().positive().default(1),

@@ -25,3 +25,15 @@ export interface EmbeddingResult {
   embeddings: Array<number[] | string>;
   usage: Usage | null;
 }
+
+/**
+ * A vector as OpenAI's `encoding_format: "base64"` sends it: the numbers as little-endian
+ * float32, base64-encoded (standard alphabet, padded). Used when the upstream answered floats
+ * (Gemini always does) and the client asked for base64.
+ * @see https://platform.openai.com/docs/api-reference/embeddings/create#embeddings-create-encoding_format
+ */
+export function encodeEmbeddingBase64(vector: readonly number[]): string {
+  const bytes = Buffer.alloc(vector.length * 4);
+  for (let i = 0; i < vector.length; i++) bytes.writeFloatLE(vector[i]!, i * 4);
+  return bytes.toString('base64');
+}

@@ -1,6 +1,7 @@
 import { estimateTextTokens } from '../accounting/estimate-tokens.js';
+import { EMBEDDING_BATCH_LIMIT } from '../config/schema.js';
 import type { Usage } from '../core/chat-types.js';
-import type { EmbeddingRequest } from '../core/embedding-types.js';
+import { encodeEmbeddingBase64, type EmbeddingRequest } from '../core/embedding-types.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { EmbeddingIngress } from '../ingress/types.js';
 import { readUpstreamBody } from '../relay/read-upstream-body.js';
@@ -11,8 +12,10 @@ import { keepRecordText, meterUsage } from './finish.js';
 
 /**
  * The upstream attempt of an embeddings request: the inputs in batches of the endpoint's
- * `max_embedding_inputs`, one upstream call each (in order), the vectors joined and the usage
- * summed; then one JSON response. Any failure fails the whole attempt (the loop may fail over).
+ * `max_embedding_inputs` (at most the kind's `EMBEDDING_BATCH_LIMIT`), one upstream call each (in order), the vectors joined and the usage
+ * summed (a batch without usage makes the whole count the gateway's estimate); vectors the
+ * upstream sent as floats are base64-encoded here when the client asked for `base64`; then one
+ * JSON response. Any failure fails the whole attempt (the loop may fail over).
  * Returns the status of the last upstream call.
  */
 export async function embedAttempt(a: Attempt, ingress: EmbeddingIngress): Promise<number> {
@@ -21,7 +24,7 @@ export async function embedAttempt(a: Attempt, ingress: EmbeddingIngress): Promi
     throw new GatewayError('internal_error', `provider kind ${target.provider.kind} has no embeddings call`);
   }
   const req = ingress.toEmbeddingRequest(input.request);
-  const batchSize = target.endpoint.max_embedding_inputs;
+  const batchSize = Math.min(target.endpoint.max_embedding_inputs, EMBEDDING_BATCH_LIMIT[target.provider.kind] ?? Number.POSITIVE_INFINITY);
   const slot = await rt.pools.acquire(target.provider, target.timeouts.pool_wait_ms, [state.clientGone.signal, rt.shutdown.signal]);
   state.poolWaitMs = slot.waitedMs;
   const total = new AbortController();
@@ -55,7 +58,9 @@ export async function embedAttempt(a: Attempt, ingress: EmbeddingIngress): Promi
       if (result.embeddings.length !== batch.input.length) {
         throw new GatewayError('upstream_invalid_response', `${result.embeddings.length} vectors for ${batch.input.length} inputs`, { metadata: { provider_name: target.provider.id } });
       }
-      embeddings.push(...result.embeddings);
+      // Upstreams that answer floats only (Gemini), or ignore the field: the gateway encodes.
+      const base64 = req.encoding_format === 'base64';
+      for (const v of result.embeddings) embeddings.push(base64 && typeof v !== 'string' ? encodeEmbeddingBase64(v) : v);
       if (result.usage === null) reported = false;
       else usage = addUsage(usage, result.usage);
     }

@@ -44,7 +44,8 @@ export function chooseLane(input: GenerationInput, target: ResolvedEndpoint, ada
       return target.endpoint.supports_responses && adapter.buildResponsesCall !== undefined ? NATIVE_RESPONSES : TRANSLATE;
     case 'embeddings':
       // Served only by endpoints with `embeddings: true`, on kinds whose adapter builds the call
-      // (config refuses the others); the `openai` kind takes the client's fields as they are.
+      // (config refuses the others): `openai` and `local` take the client's fields as they are,
+      // `gemini` builds `batchEmbedContents` from them.
       return NATIVE_EMBEDDINGS;
     case 'messages':
       // Same format in and out for `anthropic` endpoints; every other kind translates.

@@ -25,15 +25,30 @@ const NO_EQUIVALENT = ['min_p', 'repetition_penalty', 'logit_bias', 'logprobs', 
  * @see https://ai.google.dev/api/generate-content#endpoint
  */
 export function geminiUrl(baseUrl: string | undefined, upstreamModel: string, stream: boolean): string {
+  return geminiMethodUrl(baseUrl, upstreamModel, stream ? 'streamGenerateContent?alt=sse' : 'generateContent');
+}
+
+/**
+ * The model's resource name as Gemini writes it: `models/<model>`, or the name as given when it
+ * already names its collection (`models/…`, `tunedModels/…`).
+ */
+export function geminiModelName(upstreamModel: string): string {
+  return /^(models|tunedModels)\//.test(upstreamModel) ? upstreamModel : `models/${upstreamModel}`;
+}
+
+/**
+ * The URL of one method on a model, `<base>/v1beta/<model name>:<method>` (the version and
+ * model rules of {@link geminiUrl}); `method` may carry a query (`streamGenerateContent?alt=sse`).
+ */
+export function geminiMethodUrl(baseUrl: string | undefined, upstreamModel: string, method: string): string {
   const base = (baseUrl ?? DEFAULT_GEMINI_BASE_URL).replace(/\/+$/, '');
   const versioned = /\/v\d+[a-z0-9]*$/i.test(base) ? base : `${base}/v1beta`;
-  const model = /^(models|tunedModels)\//.test(upstreamModel) ? upstreamModel : `models/${upstreamModel}`;
-  const path = model.split('/').map(encodeURIComponent).join('/');
-  return `${versioned}/${path}:${stream ? 'streamGenerateContent?alt=sse' : 'generateContent'}`;
+  const path = geminiModelName(upstreamModel).split('/').map(encodeURIComponent).join('/');
+  return `${versioned}/${path}:${method}`;
 }
 
 /** Headers of a call: the key as `x-goog-api-key`, then the provider's extra headers. */
-function geminiHeaders(target: ResolvedEndpoint, stream: boolean): Record<string, string> {
+export function geminiHeaders(target: ResolvedEndpoint, stream: boolean): Record<string, string> {
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: stream ? 'text/event-stream' : 'application/json' };
   if (target.provider.api_key) headers['x-goog-api-key'] = target.provider.api_key;
   for (const [k, v] of Object.entries(target.provider.headers)) headers[k.toLowerCase()] = v;

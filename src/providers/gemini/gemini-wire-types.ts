@@ -143,3 +143,30 @@ export interface GeminiResponse {
   /** An error inside a 200 response or stream. */
   error?: GeminiErrorWire;
 }
+
+/**
+ * One `EmbedContentRequest` of a `batchEmbedContents` call: the model's resource name (it must
+ * be the model of the URL), the text as one content part, and the shortened vector length.
+ * @see https://ai.google.dev/api/embeddings#EmbedContentRequest
+ */
+export interface GeminiEmbedContentRequest {
+  /** `models/<model>`. */
+  model: string;
+  content: { parts: Array<{ text: string }> };
+  /** Output vector length (models that can shorten their vectors). */
+  outputDimensionality?: number;
+}
+
+/** `BatchEmbedContentsRequest` body (`POST …/models/<model>:batchEmbedContents`). */
+export interface GeminiBatchEmbedRequest {
+  requests: GeminiEmbedContentRequest[];
+}
+
+/**
+ * `BatchEmbedContentsResponse`: one `ContentEmbedding` per request, in request order. It
+ * carries no token counts.
+ * @see https://ai.google.dev/api/embeddings#response-body_1
+ */
+export interface GeminiBatchEmbedResponse {
+  embeddings?: Array<{ values?: number[] }>;
+}

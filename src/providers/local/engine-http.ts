@@ -1,12 +1,14 @@
 /**
  * Inside the engine process: the OpenAI-compatible HTTP API the gateway calls (loopback only,
  * bearer token). `POST /v1/chat/completions`, `POST /v1/completions` (streamed as SSE or not),
- * `GET /health`. Every request waits for a free sequence in a bounded FIFO; a full queue is a
- * 503 with `Retry-After`. A closed connection aborts the generation at once and frees its
- * sequence for the next request.
+ * `POST /v1/embeddings`, `GET /health`. Every generation waits for a free sequence in a bounded
+ * FIFO (embeddings for the embedding context, engine-embed.ts); a full queue is a 503 with
+ * `Retry-After`. A closed connection aborts the request at once and frees its sequence for the
+ * next one.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
+import type { Embedder } from './engine-embed.js';
 import { QueueFullError, SlotPool } from './engine-slots.js';
 import { prepareChat, prepareCompletion, RequestError, type Engine, type GenerationOutcome, type GenerationSink, type PreparedGeneration, type Slot } from './engine-generate.js';
 
@@ -91,12 +93,14 @@ function toHttpError(err: unknown): HttpError {
 export interface EngineServerOptions {
   engine: Engine;
   pool: SlotPool<Slot>;
+  /** Serves `POST /v1/embeddings`. */
+  embedder: Embedder;
   token: string;
   log(message: string): void;
 }
 
 /** The engine's HTTP server (not listening yet). */
-export function createEngineServer({ engine, pool, token, log }: EngineServerOptions): http.Server {
+export function createEngineServer({ engine, pool, embedder, token, log }: EngineServerOptions): http.Server {
   const expected = Buffer.from(`Bearer ${token}`);
   const authorized = (req: http.IncomingMessage) => {
     const got = Buffer.from(String(req.headers.authorization ?? ''));
@@ -152,6 +156,16 @@ export function createEngineServer({ engine, pool, token, log }: EngineServerOpt
     }
   }
 
+  async function embed(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const gone = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) gone.abort();
+    });
+    const body = await readJson(req);
+    const answer = await embedder.embed(body, gone.signal);
+    if (answer) sendJson(res, 200, answer);
+  }
+
   return http.createServer((req, res) => {
     const url = (req.url ?? '/').split('?')[0];
     const route = `${req.method} ${url}`;
@@ -165,6 +179,8 @@ export function createEngineServer({ engine, pool, token, log }: EngineServerOpt
             return await generate('chat', req, res);
           case 'POST /v1/completions':
             return await generate('completions', req, res);
+          case 'POST /v1/embeddings':
+            return await embed(req, res);
           default:
             throw new HttpError(404, `no route ${route}`);
         }

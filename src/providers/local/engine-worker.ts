@@ -3,11 +3,13 @@ import { availableParallelism } from 'node:os';
  * The engine process of a `local` provider endpoint, forked by engine-supervisor.ts. It is the
  * only place that loads node-llama-cpp: it resolves the model source (downloading an `hf:` URI
  * once into the cache folder, with node-llama-cpp's progress bar), loads the model, creates one
- * context with N parallel sequences, and serves the OpenAI-compatible API of engine-http.ts on
+ * context with N parallel sequences (and an embedding context on the first embeddings request),
+ * and serves the OpenAI-compatible API of engine-http.ts on
  * 127.0.0.1 (a free port). It exits when the gateway goes away (the IPC channel closes).
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createEmbedder } from './engine-embed.js';
 import { createEngineServer } from './engine-http.js';
 import { grammarChatWrapper, type Engine, type NodeLlamaCpp, type Slot } from './engine-generate.js';
 import { ENGINE_CONFIG_ENV, type EngineMessage, type EngineStartConfig, type SupervisorMessage } from './engine-protocol.js';
@@ -87,13 +89,11 @@ async function main(): Promise<void> {
   const loadStarted = performance.now();
   const model = await terminalStep(llama.loadModel({ modelPath, gpuLayers: config.gpuLayers }), (err) => `the model file ${modelPath} cannot be loaded: ${err.message}`);
   const trainContextSize = model.trainContextSize;
-  const context = await model.createContext({
-    sequences: config.parallelSequences,
-    contextSize: trainContextSize > 0 ? Math.min(config.contextSize, trainContextSize) : config.contextSize,
-    // 0 = leave one core to the gateway and the rest of the machine: llama.cpp's own default
-    // (every core) spins badly when the cores are shared.
-    threads: config.threads > 0 ? config.threads : Math.max(1, availableParallelism() - 1),
-  });
+  const contextSize = trainContextSize > 0 ? Math.min(config.contextSize, trainContextSize) : config.contextSize;
+  // 0 = leave one core to the gateway and the rest of the machine: llama.cpp's own default
+  // (every core) spins badly when the cores are shared.
+  const threads = config.threads > 0 ? config.threads : Math.max(1, availableParallelism() - 1);
+  const context = await model.createContext({ sequences: config.parallelSequences, contextSize, threads });
   const chatWrapper = lib.resolveChatWrapper(model) ?? new lib.GeneralChatWrapper();
   const grammarWrapper = grammarChatWrapper(chatWrapper);
   const slots: Slot[] = [];
@@ -119,7 +119,9 @@ async function main(): Promise<void> {
   const loadMs = Math.round(performance.now() - loadStarted);
 
   const pool = new SlotPool(slots, config.maxQueue);
-  const http = createEngineServer({ engine, pool, token: config.token, log });
+  // The embedding context is created by the first embeddings request (chat-only engines never do).
+  const embedder = createEmbedder({ model, vocabularySize: engine.vocabularySize, contextSize, threads, maxQueue: config.maxQueue });
+  const http = createEngineServer({ engine, pool, embedder, token: config.token, log });
   http.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);

@@ -9,7 +9,9 @@ import { engineStartConfig } from './local-settings.js';
  * supervised child process per endpoint. The engine speaks the OpenAI wire format, so this
  * adapter is the OpenAI adapter pointed at the engine's loopback address: request conversion,
  * response parsing, the SSE stream transform and error mapping are the same code, and the
- * call goes through the gateway's usual pools, timeouts and cancellation.
+ * call goes through the gateway's usual pools, timeouts and cancellation. Embeddings
+ * (`embeddings: true`) too: the engine serves an OpenAI-compatible `POST /v1/embeddings` and
+ * reports its own token count as `usage.prompt_tokens`.
  */
 export function createLocalAdapter(provider: ProviderConfig): ProviderAdapter {
   const openai = createOpenAIAdapter(provider.id);
@@ -42,6 +44,11 @@ export function createLocalAdapter(provider: ProviderConfig): ProviderAdapter {
       const at = await engine(target).endpoint();
       return openai.buildCompletionCall!(req, atEngine(target, at), stream);
     },
+    async buildEmbeddingCall(req, target) {
+      const at = await engine(target).endpoint();
+      return openai.buildEmbeddingCall!(req, atEngine(target, at));
+    },
+    parseEmbeddingResult: openai.parseEmbeddingResult!,
     parseResult: openai.parseResult,
     createStreamTransform: openai.createStreamTransform,
     parseErrorResponse: openai.parseErrorResponse,

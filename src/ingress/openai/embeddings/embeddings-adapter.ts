@@ -1,3 +1,4 @@
+import { EMBEDDING_INPUTS } from '../../../config/schema.js';
 import type { ChatRequest, Usage } from '../../../core/chat-types.js';
 import type { EmbeddingRequest, EmbeddingResult } from '../../../core/embedding-types.js';
 import { GatewayError } from '../../../errors/gateway-error.js';
@@ -33,15 +34,29 @@ function toChat(req: EmbeddingsApiRequest): ChatRequest {
 }
 
 /**
- * Only endpoints that declare `embeddings: true` serve embeddings.
- * @throws GatewayError `no_endpoint_available` when none of the model's endpoints does.
+ * Only endpoints that declare `embeddings: true` serve embeddings; token-id inputs only those
+ * whose kind takes them (`EMBEDDING_INPUTS`: not `gemini`, which embeds text).
+ * @throws GatewayError `no_endpoint_available` (`param: model`) when none of the model's
+ *   endpoints serves embeddings; `unsupported_parameter` (`param: input`) when the request has
+ *   token-id inputs and every embeddings endpoint takes text only.
  */
 function restrictToEmbeddingEndpoints(req: EmbeddingsApiRequest, plan: PlannedEndpoint[]): PlannedEndpoint[] {
   const serving = plan.filter((p) => p.target.endpoint.embeddings);
   if (serving.length === 0) {
     throw new GatewayError('no_endpoint_available', `no endpoint of ${JSON.stringify(req.model)} serves embeddings (endpoints declare it with embeddings: true)`, { param: 'model' });
   }
-  return serving;
+  if (!hasTokenIds(req.input)) return serving;
+  const takingTokens = serving.filter((p) => EMBEDDING_INPUTS[p.target.provider.kind] === 'text-or-tokens');
+  if (takingTokens.length === 0) {
+    const kinds = [...new Set(serving.map((p) => p.target.provider.kind))].join(', ');
+    throw new GatewayError('unsupported_parameter', `input: token-id inputs cannot be served by the embeddings endpoints of ${JSON.stringify(req.model)} (provider kind ${kinds} embeds text only); send the text`, { param: 'input' });
+  }
+  return takingTokens;
+}
+
+/** Whether `input` holds token ids (one array of ids, or arrays of them) rather than text. */
+function hasTokenIds(input: EmbeddingsApiRequest['input']): boolean {
+  return Array.isArray(input) && input.length > 0 && typeof input[0] !== 'string';
 }
 
 /**
