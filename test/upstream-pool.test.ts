@@ -80,11 +80,11 @@ test('connection slots: first come first served, an abandoned wait gives its tur
   const { ConnectionSlots } = await import('../src/relay/connection-slots.js');
   const waits: number[] = [];
   const slots = new ConnectionSlots(1, (ms) => waits.push(ms));
-  const first = await slots.acquire('p', 0, []);
+  const first = await slots.acquire('p', 0, () => []);
   const gone = new AbortController();
   const order: string[] = [];
-  const abandoned = slots.acquire('p', 0, [gone.signal]).then(() => order.push('abandoned'), (e: Error & { code?: string }) => order.push(`abandoned: ${e.code}`));
-  const second = slots.acquire('p', 0, []).then((s) => { order.push('second'); return s; });
+  const abandoned = slots.acquire('p', 0, () => [gone.signal]).then(() => order.push('abandoned'), (e: Error & { code?: string }) => order.push(`abandoned: ${e.code}`));
+  const second = slots.acquire('p', 0, () => []).then((s) => { order.push('second'); return s; });
   gone.abort();
   await abandoned;
   first.release();

@@ -15,6 +15,19 @@ export const PICO_PER_USD = 1_000_000_000_000n;
  * @throws Error when the price has more than 6 decimals or is negative.
  */
 export function toMicros(price: number | string): bigint {
+  // Endpoints have a handful of prices: parse each once.
+  let micros = microsCache.get(price);
+  if (micros === undefined) {
+    micros = parseMicros(price);
+    if (microsCache.size >= 4096) microsCache.clear();
+    microsCache.set(price, micros);
+  }
+  return micros;
+}
+
+const microsCache = new Map<number | string, bigint>();
+
+function parseMicros(price: number | string): bigint {
   let text: string;
   if (typeof price === 'number') {
     if (!Number.isFinite(price) || price < 0) throw new Error(`invalid price "${price}"`);

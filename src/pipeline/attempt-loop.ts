@@ -39,7 +39,7 @@ export async function runAttempts(
   const deadline = routing.request_deadline_ms > 0 ? draft.startedAt + routing.request_deadline_ms : Number.POSITIVE_INFINITY;
   for (const planned of plan) {
     const target = planned.target;
-    if (state.clientGone.signal.aborted) break;
+    if (state.clientGone.aborted) break;
     if (skipModel === target.model.id) continue;
     if (draft.attempts.length >= routing.max_attempts || performance.now() > deadline) {
       const why = draft.attempts.length >= routing.max_attempts ? `routing.max_attempts (${routing.max_attempts})` : `routing.request_deadline_ms (${routing.request_deadline_ms})`;
@@ -107,7 +107,7 @@ export async function runAttempts(
       if (credit) await settleQuietly(rt, credit, reserved, draft.costPico > costBefore ? draft.costPico - costBefore : 0n, reservation);
       reserved = 0n;
       noteFailure(rt, target, err, latency);
-      if (state.outputStarted || state.clientGone.signal.aborted) throw err;
+      if (state.outputStarted || state.clientGone.aborted) throw err;
       lastError = err;
       if (REQUEST_CAUSED.has(err.code) || err.scope === 'request') {
         // The request itself was refused: other endpoints of this model would refuse it too;
@@ -119,7 +119,7 @@ export async function runAttempts(
       rt.log.warn({ reqId: draft.requestId, endpoint: target.id, code: err.code }, 'upstream attempt failed; trying the next endpoint');
     }
   }
-  if (state.clientGone.signal.aborted) throw new GatewayError('client_closed_request', 'the client closed the connection');
+  if (state.clientGone.aborted) throw new GatewayError('client_closed_request', 'the client closed the connection');
   throw lastError ?? new GatewayError('endpoints_unavailable', `every endpoint of ${JSON.stringify(chat.model)} is temporarily unavailable`, { retryAfterSeconds: 1 });
 }
 

@@ -56,6 +56,6 @@ export function nonStreamedFailure(a: Attempt, err: unknown, timedOut: boolean):
   if (a.rt.shutdown.signal.aborted) return shuttingDown();
   if (timedOut) return new GatewayError('upstream_timeout', `no complete response within ${target.timeouts.total_ms} ms`, { metadata: { provider_name: target.provider.id } });
   if (err instanceof GatewayError) return err;
-  if (a.state.clientGone.signal.aborted) return clientClosed();
+  if (a.state.clientGone.aborted) return clientClosed();
   return transportErrorToGatewayError(err, target.provider.id);
 }

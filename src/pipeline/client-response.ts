@@ -13,10 +13,34 @@ import type { GenerationDraft } from './generation-draft.js';
  * 200 and the SSE headers are out (a keep-alive comment forces that); `outputStarted` when the
  * first generated content is — failover is possible until then.
  */
+/**
+ * Whether the client went away: a flag read on every part of a stream, and an AbortSignal made
+ * only when something must listen (a wait for a connection slot, an embeddings call), since
+ * creating one costs more than the flag.
+ */
+export class ClientGone {
+  aborted = false;
+  private controller: AbortController | undefined;
+
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.controller?.abort();
+  }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort();
+    }
+    return this.controller.signal;
+  }
+}
+
 export interface ResponseState {
   headersSent: boolean;
   outputStarted: boolean;
-  readonly clientGone: AbortController;
+  readonly clientGone: ClientGone;
   keepAlive: NodeJS.Timeout | undefined;
   /** Time the current attempt waited for a local connection slot, in ms (not the upstream's time). */
   poolWaitMs: number;
@@ -68,7 +92,7 @@ export function sendStreamHeaders(sink: ClientSink, state: ResponseState, draft:
  */
 export function startKeepAlive(sink: ClientSink, state: ResponseState, draft: GenerationDraft, intervalMs: number, text: string = KEEP_ALIVE): void {
   state.keepAlive = setInterval(() => {
-    if (state.outputStarted || state.clientGone.signal.aborted) return stopKeepAlive(state);
+    if (state.outputStarted || state.clientGone.aborted) return stopKeepAlive(state);
     sendStreamHeaders(sink, state, draft);
     void sink.write(text);
   }, intervalMs);

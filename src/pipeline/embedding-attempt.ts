@@ -25,7 +25,7 @@ export async function embedAttempt(a: Attempt, ingress: EmbeddingIngress): Promi
   }
   const req = ingress.toEmbeddingRequest(input.request);
   const batchSize = Math.min(target.endpoint.max_embedding_inputs, EMBEDDING_BATCH_LIMIT[target.provider.kind] ?? Number.POSITIVE_INFINITY);
-  const slot = await rt.pools.acquire(target.provider, target.timeouts.pool_wait_ms, [state.clientGone.signal, rt.shutdown.signal]);
+  const slot = await rt.pools.acquire(target.provider, target.timeouts.pool_wait_ms, () => [state.clientGone.signal, rt.shutdown.signal]);
   state.poolWaitMs = slot.waitedMs;
   const total = new AbortController();
   let timedOut = false;

@@ -5,7 +5,7 @@ import { ContentBlockFramer } from '../core/content-blocks.js';
 import type { ApiKey } from '../store/keys.js';
 import type { ClientSink } from './client-sink.js';
 import { keepResponse } from './keep-response.js';
-import { identityFor, responseHeaders, sendStreamHeaders, type ResponseState } from './client-response.js';
+import { identityFor, responseHeaders, sendStreamHeaders, type ResponseState, ClientGone } from './client-response.js';
 import type { GenerationDraft } from './generation-draft.js';
 import type { GenerationInput } from './generation-input.js';
 import { OutputAccumulator } from './output-accumulator.js';
@@ -92,7 +92,7 @@ export async function serveFromCache(rt: GatewayRuntime, input: GenerationInput,
     sink.send(200, responseHeaders(draft), body);
     return true;
   }
-  const state: ResponseState = { headersSent: false, outputStarted: true, clientGone: new AbortController(), keepAlive: undefined, poolWaitMs: 0 };
+  const state: ResponseState = { headersSent: false, outputStarted: true, clientGone: new ClientGone(), keepAlive: undefined, poolWaitMs: 0 };
   sendStreamHeaders(sink, state, draft);
   const encoder = ingress.createStreamEncoder(identity, input.request);
   const framer = ingress.contentBlocks ? new ContentBlockFramer() : undefined;

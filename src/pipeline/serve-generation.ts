@@ -10,7 +10,7 @@ import { resolveModelNames } from '../routing/model-names.js';
 import { admit, type CreditLimit } from './admit.js';
 import { runAttempts } from './attempt-loop.js';
 import type { ClientSink } from './client-sink.js';
-import { errorHeaders, sendFailure, startKeepAlive, stopKeepAlive, type ResponseState } from './client-response.js';
+import { errorHeaders, sendFailure, startKeepAlive, stopKeepAlive, type ResponseState, ClientGone } from './client-response.js';
 import { finishGeneration } from './finish.js';
 import { generationStart, type GenerationStartEvent } from './events.js';
 import { GenerationDraft } from './generation-draft.js';
@@ -72,7 +72,7 @@ async function serveCached(rt: GatewayRuntime, input: GenerationInput, draft: Ge
     rt.log.error({ err: thrown, reqId: draft.requestId }, 'could not answer from the response cache');
     draft.status = 'error';
     draft.errorCode = err.code;
-    const state: ResponseState = { headersSent: sink.headersSent, outputStarted: sink.headersSent, clientGone: new AbortController(), keepAlive: undefined, poolWaitMs: 0 };
+    const state: ResponseState = { headersSent: sink.headersSent, outputStarted: sink.headersSent, clientGone: new ClientGone(), keepAlive: undefined, poolWaitMs: 0 };
     await sendFailure(sink, state, input.ingress, draft, err, input.chat.model, input.request);
   }
   if (draft.keyId && draft.usage) void rt.limits.addTokens(draft.keyId, (draft.usage.promptTokens ?? 0) + (draft.usage.completionTokens ?? 0), Date.now()).catch(() => {});
@@ -107,7 +107,7 @@ function refuse(rt: GatewayRuntime, draft: GenerationDraft, ingress: IngressAdap
  */
 async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, sink: ClientSink, credit: CreditLimit | undefined): Promise<void> {
   const { chat } = input;
-  const state: ResponseState = { headersSent: false, outputStarted: false, clientGone: new AbortController(), keepAlive: undefined, poolWaitMs: 0 };
+  const state: ResponseState = { headersSent: false, outputStarted: false, clientGone: new ClientGone(), keepAlive: undefined, poolWaitMs: 0 };
   const onClose = () => {
     if (sink.finished) return;
     state.clientGone.abort();
@@ -126,7 +126,7 @@ async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: 
   } catch (thrown) {
     const err: GatewayError = toGatewayError(thrown);
     if (err.code === 'internal_error') rt.log.error({ err: thrown, reqId: draft.requestId }, 'internal error');
-    if (state.clientGone.signal.aborted || err.code === 'client_closed_request') {
+    if (state.clientGone.aborted || err.code === 'client_closed_request') {
       draft.status = 'cancelled';
       draft.cancelled = true;
       draft.errorCode = 'client_closed_request';

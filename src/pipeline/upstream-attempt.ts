@@ -33,13 +33,13 @@ export const reasoningExhausted = (api?: string) => {
 export async function completeAttempt(a: Attempt, ingress: GenerationIngress, call: UpstreamCall): Promise<number> {
   const { rt, input, draft, state, target, adapter } = a;
   // A local connection slot first: waiting for it is not the upstream's time.
-  const slot = await rt.pools.acquire(target.provider, target.timeouts.pool_wait_ms, [state.clientGone.signal, rt.shutdown.signal]);
+  const slot = await rt.pools.acquire(target.provider, target.timeouts.pool_wait_ms, () => [state.clientGone.signal, rt.shutdown.signal]);
   state.poolWaitMs = slot.waitedMs;
   let timedOut = false;
   let res: UpstreamExchange | undefined;
   const timer = target.timeouts.total_ms > 0 ? setTimeout(() => { timedOut = true; res?.abort(new Error('total timeout')); }, target.timeouts.total_ms) : undefined;
   try {
-    if (state.clientGone.signal.aborted) throw clientClosed();
+    if (state.clientGone.aborted) throw clientClosed();
     if (rt.shutdown.signal.aborted) throw shuttingDown();
     res = new UpstreamExchange(call, rt.pools.agentFor(target.provider), target.timeouts, rt.upstreamCalls);
     state.upstream = res;
@@ -190,7 +190,7 @@ class StreamRelay {
 export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call: UpstreamCall): Promise<number> {
   const { rt, input, draft, sink, state, target, adapter } = a;
   // A local connection slot first: waiting for it is not counted in the first-token time.
-  const slot = await rt.pools.acquire(target.provider, target.timeouts.pool_wait_ms, [state.clientGone.signal, rt.shutdown.signal]);
+  const slot = await rt.pools.acquire(target.provider, target.timeouts.pool_wait_ms, () => [state.clientGone.signal, rt.shutdown.signal]);
   state.poolWaitMs = slot.waitedMs;
   let res: UpstreamExchange | undefined;
   let firstTokenTimedOut = false;
@@ -201,7 +201,7 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
 
   let status = 0;
   try {
-    if (state.clientGone.signal.aborted) throw clientClosed();
+    if (state.clientGone.aborted) throw clientClosed();
     if (rt.shutdown.signal.aborted) throw shuttingDown();
     res = new UpstreamExchange(call, rt.pools.agentFor(target.provider), target.timeouts, rt.upstreamCalls);
     state.upstream = res;
@@ -222,22 +222,22 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
         if (relay.raw) await relay.relayEvent(event, transform.push(event));
         else for (const part of transform.push(event)) await relay.emit(part);
         // Past the upstream's end of stream ([DONE]) nothing is read: a restart is never relayed.
-        if (state.clientGone.signal.aborted || transform.ended?.()) break;
+        if (state.clientGone.aborted || transform.ended?.()) break;
       }
-      if (!state.clientGone.signal.aborted) for (const part of transform.flush()) await relay.emit(part);
+      if (!state.clientGone.aborted) for (const part of transform.flush()) await relay.emit(part);
       const oddities = transform.warnings?.() ?? [];
       if (oddities.length > 0) draft.warnings = [...draft.warnings, ...oddities];
     }
     if (relay.raw) {
       // The upstream's own events, message_stop included, are with the client: nothing to add.
-      if (state.clientGone.signal.aborted) throw clientClosed();
+      if (state.clientGone.aborted) throw clientClosed();
       if (!state.outputStarted) await relay.startOutput();
       meterAttempt(draft, target, acc, a.prompt);
       keepContent(draft, input, acc);
       sink.end(relay.takePending());
       return status;
     }
-    if (state.clientGone.signal.aborted) throw clientClosed();
+    if (state.clientGone.aborted) throw clientClosed();
     if (!state.outputStarted) await relay.startOutput();
     const costUsd = meterAttempt(draft, target, acc, a.prompt);
     keepContent(draft, input, acc);
@@ -256,7 +256,7 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
     return status;
   } catch (thrown) {
     let err: GatewayError;
-    if (state.clientGone.signal.aborted) err = clientClosed();
+    if (state.clientGone.aborted) err = clientClosed();
     else if (rt.shutdown.signal.aborted) err = shuttingDown();
     else if (firstTokenTimedOut) err = new GatewayError('upstream_timeout', `no first token within ${ftMs} ms`, { metadata: { provider_name: target.provider.id } });
     else if (thrown instanceof GatewayError) err = thrown;

@@ -35,12 +35,12 @@ export class ConnectionSlots {
 
   /**
    * Take a slot, waiting at most `waitMs` (0 = no bound) for one to free up.
-   * `signals` (the client going away, shutdown) end a wait; they are only listened to when
-   * the call has to wait.
+   * `signals` (the client going away, shutdown) end a wait; they are only asked for and
+   * listened to when the call has to wait.
    * @throws GatewayError `connection_pool_exhausted` (retryable, scope gateway) when the wait
    *   runs out; `client_closed_request` when one of `signals` aborts first.
    */
-  acquire(providerId: string, waitMs: number, signals: readonly AbortSignal[]): Promise<Slot> {
+  acquire(providerId: string, waitMs: number, cancelledBy: () => readonly AbortSignal[]): Promise<Slot> {
     const started = performance.now();
     const slot = (waited: boolean): Slot => {
       let held = true;
@@ -58,6 +58,7 @@ export class ConnectionSlots {
       this.inUse++;
       return Promise.resolve(slot(false));
     }
+    const signals = cancelledBy();
     if (signals.some((s) => s.aborted)) return Promise.reject(new GatewayError('client_closed_request', 'the client closed the connection'));
     return new Promise<Slot>((resolve, reject) => {
       const waiter: Waiter = {

@@ -20,7 +20,7 @@ export class UpstreamPools {
    * Take one of the provider's connection slots (release it when the call is over).
    * @throws GatewayError `connection_pool_exhausted` after `timeouts.pool_wait_ms` of waiting.
    */
-  acquire(provider: ProviderConfig, waitMs: number, signals: readonly AbortSignal[]): Promise<Slot> {
+  acquire(provider: ProviderConfig, waitMs: number, signals: () => readonly AbortSignal[]): Promise<Slot> {
     let slots = this.slots.get(provider.id);
     if (!slots) {
       slots = new ConnectionSlots(provider.max_connections, (ms) => this.onWait(provider.id, ms));

@@ -94,6 +94,16 @@ class EndpointHealth {
   samples: Sample[] = [];
 }
 
+/** Most samples an endpoint's statistics are computed from (the newest). */
+const MAX_SAMPLES = 2000;
+/** Samples kept beyond {@link MAX_SAMPLES} before the array is trimmed. */
+const SAMPLE_SLACK = 500;
+
+/** The samples statistics count: the newest {@link MAX_SAMPLES}. */
+function samplesOf(h: EndpointHealth): Sample[] {
+  return h.samples.length > MAX_SAMPLES ? h.samples.slice(-MAX_SAMPLES) : h.samples;
+}
+
 function percentiles(values: number[]): Percentiles | null {
   if (values.length === 0) return null;
   const sorted = [...values].sort((a, b) => a - b);
@@ -255,11 +265,20 @@ export class HealthRegistry {
     this.get(id).probeInFlight = false;
   }
 
+  /**
+   * Keep a sample: at most the newest {@link MAX_SAMPLES} within the window count. Trimming is
+   * amortised (the array may hold up to {@link SAMPLE_SLACK} more, which {@link samplesOf}
+   * leaves out), so a busy endpoint does not copy its whole window on every request.
+   */
   private push(h: EndpointHealth, s: Sample): void {
-    h.samples.push(s);
+    const samples = h.samples;
+    samples.push(s);
+    if (samples.length > MAX_SAMPLES + SAMPLE_SLACK) samples.splice(0, samples.length - MAX_SAMPLES);
     const cutoff = s.at - this.settings.windowMs;
-    if (h.samples.length > 2000 || (h.samples[0] && h.samples[0].at < cutoff)) {
-      h.samples = h.samples.filter((x) => x.at >= cutoff).slice(-2000);
+    if (samples[0]!.at < cutoff) {
+      let drop = 0;
+      while (drop < samples.length && samples[drop]!.at < cutoff) drop++;
+      samples.splice(0, drop);
     }
   }
 
@@ -267,7 +286,8 @@ export class HealthRegistry {
   stats(id: string): EndpointStats {
     const h = this.get(id);
     const now = this.now();
-    const within = (ms: number) => h.samples.filter((s) => s.at >= now - ms);
+    const samples = samplesOf(h);
+    const within = (ms: number) => samples.filter((s) => s.at >= now - ms);
     const uptime = (ms: number) => {
       const s = within(ms);
       return s.length === 0 ? null : s.filter((x) => x.ok).length / s.length;
