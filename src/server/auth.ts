@@ -32,6 +32,47 @@ export class KeyResolver {
    * @throws GatewayError `missing_api_key` or `invalid_api_key`.
    */
   async authenticate(req: FastifyRequest): Promise<ApiKey> {
+    const secret = secretOf(req);
+    const cached = this.fromCache(secret);
+    if (cached) return cached;
+    const hash = hashSecret(secret);
+    const now = Date.now();
+    const entry = { key: await findKeyByHash(this.db, hash), at: now };
+    if (this.cache.size > 10_000) this.cache.clear();
+    this.cache.set(hash, entry);
+    return usable(entry.key, now);
+  }
+
+  /**
+   * The key of a request when it can be told without the database (the admin key, or a
+   * lookup cached within {@link KEY_CACHE_TTL_MS}); undefined when the database must be asked.
+   * @throws GatewayError `missing_api_key`, `invalid_api_key` or `key_expired`, like {@link authenticate}.
+   */
+  authenticateCached(req: FastifyRequest): ApiKey | undefined {
+    return this.fromCache(secretOf(req));
+  }
+
+  private fromCache(secret: string): ApiKey | undefined {
+    const hash = hashSecret(secret);
+    if (this.adminHash && timingSafeEqual(Buffer.from(hash, 'hex'), this.adminHash)) return ADMIN;
+    const now = Date.now();
+    const entry = this.cache.get(hash);
+    if (!entry || now - entry.at > KEY_CACHE_TTL_MS) return undefined;
+    return usable(entry.key, now);
+  }
+
+  /** Forget cached lookups (after the key API changed a key), here and in every other process. */
+  invalidate(): void {
+    this.cache.clear();
+    this.changes.notify();
+  }
+}
+
+/**
+ * The secret a request carries: `Authorization: Bearer` or `x-api-key`.
+ * @throws GatewayError `missing_api_key`.
+ */
+function secretOf(req: FastifyRequest): string {
     const header = req.headers.authorization;
     const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
     // Anthropic's clients send `x-api-key` (Claude Code with ANTHROPIC_API_KEY).
@@ -40,25 +81,16 @@ export class KeyResolver {
     if (secret === undefined) {
       throw new GatewayError('missing_api_key', 'send your key as "Authorization: Bearer <key>" (or "x-api-key: <key>"); create one with `opinference keys create --name <name>`');
     }
-    const hash = hashSecret(secret);
-    if (this.adminHash && timingSafeEqual(Buffer.from(hash, 'hex'), this.adminHash)) return ADMIN;
-    const now = Date.now();
-    let entry = this.cache.get(hash);
-    if (!entry || now - entry.at > KEY_CACHE_TTL_MS) {
-      entry = { key: await findKeyByHash(this.db, hash), at: now };
-      if (this.cache.size > 10_000) this.cache.clear();
-      this.cache.set(hash, entry);
-    }
-    const key = entry.key;
-    if (!key) throw new GatewayError('invalid_api_key', 'the API key is not valid');
-    if (key.disabled) throw new GatewayError('invalid_api_key', 'the API key is disabled');
-    if (key.expiresAt !== null && key.expiresAt <= now) throw new GatewayError('key_expired', 'the API key has expired');
-    return key;
-  }
+    return secret;
+}
 
-  /** Forget cached lookups (after the key API changed a key), here and in every other process. */
-  invalidate(): void {
-    this.cache.clear();
-    this.changes.notify();
-  }
+/**
+ * A looked-up key, if it may be used now.
+ * @throws GatewayError `invalid_api_key` (unknown or disabled) or `key_expired`.
+ */
+function usable(key: ApiKey | undefined, now: number): ApiKey {
+  if (!key) throw new GatewayError('invalid_api_key', 'the API key is not valid');
+  if (key.disabled) throw new GatewayError('invalid_api_key', 'the API key is disabled');
+  if (key.expiresAt !== null && key.expiresAt <= now) throw new GatewayError('key_expired', 'the API key has expired');
+  return key;
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { KeyResolver } from './auth.js';
+import type { ApiKey } from '../store/keys.js';
 
 /**
  * Who may call a route, decided from the route the request was matched to — never from the
@@ -51,18 +52,35 @@ export function installRouteAuth(app: FastifyInstance, options: RouteAuthOptions
     route.config = { ...route.config, access: accessOf(route) };
     seen.push(route);
   });
-  app.addHook('onRequest', async (req: FastifyRequest) => {
-    if (req.is404) return;
+  // Callback style, with the key cache answered synchronously: no promise per request when
+  // the key was seen within the cache's lifetime (the common case).
+  app.addHook('onRequest', (req: FastifyRequest, _reply, next) => {
+    if (req.is404) return next();
     const access = req.routeOptions.config.access ?? 'key';
-    if (access === 'public') return;
+    if (access === 'public') return next();
     if (access === 'metrics') {
-      if (!options.metricsAuth()) return;
-      const key = await options.keys.authenticate(req);
-      if (!key.isAdmin) throw new GatewayError('admin_key_required', '/metrics needs the admin key (OP_ADMIN_KEY) because server.metrics_auth is on');
-      req.apiKey = key;
+      if (!options.metricsAuth()) return next();
+      options.keys.authenticate(req).then((key) => {
+        if (!key.isAdmin) throw new GatewayError('admin_key_required', '/metrics needs the admin key (OP_ADMIN_KEY) because server.metrics_auth is on');
+        req.apiKey = key;
+        next();
+      }).catch((err: Error) => next(err));
       return;
     }
-    req.apiKey = await options.keys.authenticate(req);
+    let known: ApiKey | undefined;
+    try {
+      known = options.keys.authenticateCached(req);
+    } catch (err) {
+      return next(err as Error);
+    }
+    if (known) {
+      req.apiKey = known;
+      return next();
+    }
+    options.keys.authenticate(req).then((key) => {
+      req.apiKey = key;
+      next();
+    }, (err: Error) => next(err));
   });
   // Scopes' own onRoute hooks (makeScopePublic) run after this one: read the final config.
   return () =>
