@@ -15,11 +15,14 @@ export function subscribeGenAiPrometheus(metrics: GatewayMetrics): () => void {
     // A cache hit is no provider's work: kept out of the provider duration, TTFT and token histograms.
     if (owner !== metrics || draft.cacheHit) return;
     // Only served catalog ids become label values: client-made names must not grow the series.
-    const labels = { gen_ai_operation_name: operationName(draft.api), gen_ai_provider_name: draft.provider ?? '', gen_ai_response_model: draft.servedModel ?? '' };
-    metrics.genAiDuration.observe({ ...labels, error_type: draft.status === 'success' ? '' : (draft.errorCode ?? 'error') }, latencyMs / 1000);
+    const op = operationName(draft.api);
+    const provider = draft.provider ?? '';
+    const model = draft.servedModel ?? '';
+    const labels = { gen_ai_operation_name: op, gen_ai_provider_name: provider, gen_ai_response_model: model };
+    metrics.genAiDuration.observe({ gen_ai_operation_name: op, gen_ai_provider_name: provider, gen_ai_response_model: model, error_type: draft.status === 'success' ? '' : (draft.errorCode ?? 'error') }, latencyMs / 1000);
     const u = draft.usage;
-    if (u?.promptTokens != null) metrics.genAiTokenUsage.observe({ ...labels, gen_ai_token_type: 'input' }, u.promptTokens);
-    if (u?.completionTokens != null) metrics.genAiTokenUsage.observe({ ...labels, gen_ai_token_type: 'output' }, u.completionTokens);
+    if (u?.promptTokens != null) metrics.genAiTokenUsage.observe({ gen_ai_operation_name: op, gen_ai_provider_name: provider, gen_ai_response_model: model, gen_ai_token_type: 'input' }, u.promptTokens);
+    if (u?.completionTokens != null) metrics.genAiTokenUsage.observe({ gen_ai_operation_name: op, gen_ai_provider_name: provider, gen_ai_response_model: model, gen_ai_token_type: 'output' }, u.completionTokens);
     if (draft.streamed && draft.ttftMs !== null) metrics.genAiTtft.observe(labels, draft.ttftMs / 1000);
     const perToken = timePerOutputTokenSeconds(draft, latencyMs);
     if (perToken !== undefined) metrics.genAiTimePerOutputToken.observe(labels, perToken);
