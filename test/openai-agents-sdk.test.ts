@@ -55,17 +55,17 @@ describe('OpenAI Agents SDK (@openai/agents) through /v1/responses', () => {
     keyId = key.id;
     setTracingDisabled(true);
     setOpenAIAPI('responses');
-    setDefaultOpenAIClient(
-      new OpenAI({
-        baseURL: gw.baseURL,
-        apiKey: key.secret,
-        maxRetries: 0,
-        fetch: async (url, init) => {
-          called.push(new URL(String(url)).pathname);
-          return fetch(url, init);
-        },
-      }),
-    );
+    const client = new OpenAI({
+      baseURL: gw.baseURL,
+      apiKey: key.secret,
+      maxRetries: 0,
+      fetch: async (url, init) => {
+        called.push(new URL(String(url)).pathname);
+        return fetch(url, init);
+      },
+    });
+    // The same openai package; the SDK's declarations see its CommonJS types, this file its ESM ones.
+    setDefaultOpenAIClient(client as unknown as Parameters<typeof setDefaultOpenAIClient>[0]);
   });
   after(async () => {
     await gw?.close();
