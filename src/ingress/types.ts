@@ -130,6 +130,14 @@ export interface GenerationIngress<Req = unknown> extends IngressAdapterBase<Req
    */
   nativeCall?(req: Req, target: ResolvedEndpoint, stream: boolean, headers: Readonly<Record<string, string>>): UpstreamCall;
   /**
+   * The pass-through lane's answer in its other form, for the response cache: the body a
+   * relayed stream adds up to, and the stream events of a relayed body (Messages: the
+   * upstream's own events and message, nothing translated). Without it a cached pass-through
+   * answer replays in the form it was relayed in only.
+   * @throws Error `body` when the events are not a complete stream of this API.
+   */
+  readonly relayedForms?: { body(events: string): unknown; events(body: unknown): string };
+  /**
    * What translating this request through the internal format loses (fields and tools it has
    * no place for), kept in the record's warnings of attempts in the translate lane.
    */

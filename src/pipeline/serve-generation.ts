@@ -58,6 +58,8 @@ export async function serveGeneration(
   }
   const cache = planCache(rt, input, draft, key, cacheHeader, body);
   if (cache && (await serveCached(rt, input, draft, sink, cache))) return;
+  // A pass-through answer is stored as it was relayed (response-cache.ts).
+  if (cache) draft.keepRelayed = true;
   await runGeneration(rt, input, draft, sink, credit);
   if (cache) storeInCache(rt, draft, cache);
 }

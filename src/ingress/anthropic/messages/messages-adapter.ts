@@ -6,6 +6,7 @@ import { parseMessagesRequest, type MessagesRequest } from './messages-request-s
 import { messagesResponseBody } from './messages-response-body.js';
 import { messagesStreamEncoder, PING_EVENT } from './messages-stream-encoder.js';
 import { FORWARDED_HEADERS, nativeMessagesCall } from './native-messages-call.js';
+import { eventsFromMessage, messageFromEvents } from './relayed-message.js';
 
 /** Losses of each request's translation, kept until its attempts are built. */
 const translationLosses = new WeakMap<MessagesRequest, string[]>();
@@ -35,6 +36,7 @@ export const messagesIngress: GenerationIngress<MessagesRequest> = {
   },
   translationWarnings: (req) => translationLosses.get(req) ?? [],
   nativeCall: nativeMessagesCall,
+  relayedForms: { body: messageFromEvents, events: (body) => eventsFromMessage(body as Record<string, unknown>) },
   recordedRequest: (req) => ({ system: req.system, messages: req.messages }),
   createStreamEncoder: messagesStreamEncoder,
   responseBody: (ident, result, usage) => messagesResponseBody(ident, result, usage),
