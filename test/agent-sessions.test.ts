@@ -1,7 +1,7 @@
 /**
  * Agent clients' sessions as the generation's session (`op.session`): Claude Code's
  * `x-claude-code-session-id` header (else the session inside `metadata.user_id`) on
- * `POST /v1/messages`, Codex's `session_id` header on `POST /v1/responses`. Sent with the
+ * `POST /v1/messages`, Codex's `session-id` (older: `session_id`) header on `POST /v1/responses`. Sent with the
  * official SDKs to a gateway on port 0 in front of scripted `anthropic` and `openai` upstreams;
  * read back through `GET /v1/generation` and `GET /v1/usage?group_by=session`.
  */
@@ -145,19 +145,21 @@ describe('agent client sessions → op.session', () => {
     assert.equal(anth.requests.length, before);
   });
 
-  test("Codex's session_id header on /v1/responses is the session; op.session still wins; over-long is a 400", async () => {
-    oai.enqueue(completion('Codex one.'), completion('Codex two.'));
-    const one = await codex.responses.create({ model: 'test/coder', input: 'Hi' }, { headers: { session_id: 'codex-thread-1' } }).withResponse();
+  test("Codex's session-id header (older: session_id) on /v1/responses is the session; op.session still wins; over-long is a 400", async () => {
+    oai.enqueue(completion('Codex one.'), completion('Codex old.'), completion('Codex two.'));
+    const one = await codex.responses.create({ model: 'test/coder', input: 'Hi' }, { headers: { 'session-id': 'codex-thread-1', 'thread-id': 'codex-thread-1' } }).withResponse();
     assert.equal(one.data.output_text, 'Codex one.');
     assert.equal((await generation(one.response.headers.get('x-op-generation-id'))).session_id, 'codex-thread-1');
-    const two = await codex.responses.create({ model: 'test/coder', input: 'Hi', op: { session: 'explicit' } } as OpenAI.Responses.ResponseCreateParamsNonStreaming, { headers: { session_id: 'codex-thread-1' } }).withResponse();
+    const old = await codex.responses.create({ model: 'test/coder', input: 'Hi' }, { headers: { session_id: 'codex-thread-0' } }).withResponse();
+    assert.equal((await generation(old.response.headers.get('x-op-generation-id'))).session_id, 'codex-thread-0');
+    const two = await codex.responses.create({ model: 'test/coder', input: 'Hi', op: { session: 'explicit' } } as OpenAI.Responses.ResponseCreateParamsNonStreaming, { headers: { 'session-id': 'codex-thread-1' } }).withResponse();
     assert.equal((await generation(two.response.headers.get('x-op-generation-id'))).session_id, 'explicit');
-    await assert.rejects(codex.responses.create({ model: 'test/coder', input: 'Hi' }, { headers: { session_id: 'c'.repeat(300) } }), (err: InstanceType<typeof OpenAI.APIError>) => {
+    await assert.rejects(codex.responses.create({ model: 'test/coder', input: 'Hi' }, { headers: { 'session-id': 'c'.repeat(300) } }), (err: InstanceType<typeof OpenAI.APIError>) => {
       assert.equal(err.status, 400);
       assert.equal(err.code, 'invalid_request');
-      assert.equal(err.param, 'session_id');
+      assert.equal(err.param, 'session-id');
       return true;
     });
-    assert.equal(oai.requests.length, 2);
+    assert.equal(oai.requests.length, 3);
   });
 });

@@ -111,7 +111,7 @@ export interface GenerationIngress<Req = unknown> extends IngressAdapterBase<Req
   readonly forwardHeaders?: readonly string[];
   /**
    * Client request headers (lower case) that may name the generation's session (agent clients:
-   * Claude Code's `x-claude-code-session-id`, Codex's `session_id`), handed to
+   * Claude Code's `x-claude-code-session-id`, Codex's `session-id`), handed to
    * {@link clientSession}; never forwarded upstream.
    */
   readonly sessionHeaders?: readonly string[];

@@ -20,7 +20,7 @@ import type { GatewayRuntime } from './runtime.js';
  * so every client API encodes it its own way; an answer the pass-through lane relayed (Messages
  * from an `anthropic` endpoint) is also stored as the client got it — the upstream's body or
  * events — and a hit replays that, in the other form when the request's `stream` differs
- * (the API's `relayedForms`), so signatures, `cache_control` echoes, server-tool blocks and event
+ * (the API's `relayedForms`), so signatures, citations, server-tool blocks and event
  * order are the live answer's.
  */
 
