@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { GatewayError } from '../errors/gateway-error.js';
 import { normalizeProviderPreferences, providerPreferencesSchema } from '../config/provider-preferences-schema.js';
 import type { ProviderPreferences } from '../core/chat-types.js';
 
@@ -25,11 +26,27 @@ export function ignoredProviderMembers(p: ProviderPreferences | undefined): stri
   return (p as { ignored?: string[] } | undefined)?.ignored ?? [];
 }
 
+/** The longest `op.session`, in characters (also for sessions named by agent clients' headers). */
+export const SESSION_MAX_CHARS = 256;
+
+/**
+ * A session named outside `op.session` (an agent client's header, Claude Code's
+ * `metadata.user_id`), held to `op.session`'s rule: 1 to {@link SESSION_MAX_CHARS} characters.
+ * @param param where it came from, named in the error (`x-claude-code-session-id`, `metadata.user_id`).
+ * @throws GatewayError `invalid_request` (400) with `param` when the value breaks the rule.
+ */
+export function checkedSession(value: string, param: string): string {
+  if (value.length < 1 || value.length > SESSION_MAX_CHARS) {
+    throw new GatewayError('invalid_request', `${param}: a session id must be 1 to ${SESSION_MAX_CHARS} characters, got ${value.length}`, { param });
+  }
+  return value;
+}
+
 const op = z
   .object({
     retention: z.union([z.literal('none'), z.number().int().min(0).max(36_500)]).optional(),
     tags: z.array(z.string().min(1).max(64)).max(16).optional(),
-    session: z.string().min(1).max(256).optional(),
+    session: z.string().min(1).max(SESSION_MAX_CHARS).optional(),
     /** Answer from the exact response cache when it holds this request, and store the answer (docs/observability.md). */
     cache: z.boolean().optional(),
     /** How long a stored answer lives, in seconds (bounded by `cache.max_ttl_s`). */

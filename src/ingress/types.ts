@@ -110,11 +110,33 @@ export interface GenerationIngress<Req = unknown> extends IngressAdapterBase<Req
   /** Client request headers (lower case) handed to {@link nativeCall} (e.g. `anthropic-beta`). */
   readonly forwardHeaders?: readonly string[];
   /**
+   * Client request headers (lower case) that may name the generation's session (agent clients:
+   * Claude Code's `x-claude-code-session-id`, Codex's `session-id`), handed to
+   * {@link clientSession}; never forwarded upstream.
+   */
+  readonly sessionHeaders?: readonly string[];
+  /**
+   * The session an agent client names outside the gateway fields — one of its
+   * {@link sessionHeaders}, or a body field (Claude Code's `metadata.user_id`) — and where it
+   * came from (`param`, named in a 400 when the value breaks `op.session`'s rule). The pipeline
+   * uses it as `op.session` only when the request does not set `op.session` itself; undefined
+   * when the client names none.
+   */
+  clientSession?(req: Req, headers: Readonly<Record<string, string>>): { value: string; param: string } | undefined;
+  /**
    * The native upstream call of the pass-through lane (pipeline/lane.ts chooses it): the
    * client's own request with only the gateway's edits; `headers` are the client's
    * {@link forwardHeaders}.
    */
   nativeCall?(req: Req, target: ResolvedEndpoint, stream: boolean, headers: Readonly<Record<string, string>>): UpstreamCall;
+  /**
+   * The pass-through lane's answer in its other form, for the response cache: the body a
+   * relayed stream adds up to, and the stream events of a relayed body (Messages: the
+   * upstream's own events and message, nothing translated). Without it a cached pass-through
+   * answer replays in the form it was relayed in only.
+   * @throws Error `body` when the events are not a complete stream of this API.
+   */
+  readonly relayedForms?: { body(events: string): unknown; events(body: unknown): string };
   /**
    * What translating this request through the internal format loses (fields and tools it has
    * no place for), kept in the record's warnings of attempts in the translate lane.

@@ -15,6 +15,9 @@ export interface Attempt {
   reason: string;
 }
 
+/** The pass-through lane's answer as the client got it: the upstream's body, or its events (SSE text). */
+export type RelayedAnswer = { body: unknown } | { events: string };
+
 /**
  * The generation record while a request runs; {@link toRow} turns it into exactly one database
  * row when the request ends, however it ends.
@@ -48,6 +51,17 @@ export class GenerationDraft {
   content: { request: unknown; output: unknown } | null = null;
   /** Answered from the response cache (cost 0). */
   cacheHit = false;
+  /**
+   * Set when the response cache will store this answer: the pass-through lane then keeps what
+   * it relayed in {@link relayed}. Not part of the record.
+   */
+  keepRelayed = false;
+  /**
+   * What the pass-through lane sent the client as the answer (the upstream's own body, or its
+   * events as SSE text), kept only with {@link keepRelayed}, for the response cache to replay.
+   * Not part of the record.
+   */
+  relayed: RelayedAnswer | null = null;
 
   constructor(
     readonly id: string,

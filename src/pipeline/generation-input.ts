@@ -10,6 +10,6 @@ export interface GenerationInput {
   /** The same request in the internal format (routing, limits, translation). */
   readonly chat: ChatRequest;
   readonly stream: boolean;
-  /** The client headers the API forwards natively (its `forwardHeaders`), lower-case names. */
+  /** The client headers the API reads (its `forwardHeaders` and `sessionHeaders`), lower-case names. */
   readonly headers?: Readonly<Record<string, string>>;
 }

@@ -2,11 +2,12 @@ import { cacheKey, cacheScope, cacheTtlSeconds } from '../cache/cache-key.js';
 import type { ChatResult } from '../core/chat-result.js';
 import type { ToolCall } from '../core/chat-types.js';
 import { ContentBlockFramer } from '../core/content-blocks.js';
+import type { GenerationIngress } from '../ingress/types.js';
 import type { ApiKey } from '../store/keys.js';
 import type { ClientSink } from './client-sink.js';
 import { keepResponse } from './keep-response.js';
 import { identityFor, responseHeaders, sendStreamHeaders, type ResponseState, ClientGone } from './client-response.js';
-import type { GenerationDraft } from './generation-draft.js';
+import type { GenerationDraft, RelayedAnswer } from './generation-draft.js';
 import type { GenerationInput } from './generation-input.js';
 import { OutputAccumulator } from './output-accumulator.js';
 import type { GatewayRuntime } from './runtime.js';
@@ -16,7 +17,11 @@ import type { GatewayRuntime } from './runtime.js';
  * exact response cache; a hit is answered from it in the client's own API (a streamed request
  * replays as a stream) with `x-op-cache: HIT` and recorded at cost 0; a miss (`x-op-cache: MISS`)
  * runs the attempts and a successful, complete answer is stored. The internal result is stored,
- * not one API's bytes, so every client API encodes it its own way.
+ * so every client API encodes it its own way; an answer the pass-through lane relayed (Messages
+ * from an `anthropic` endpoint) is also stored as the client got it — the upstream's body or
+ * events — and a hit replays that, in the other form when the request's `stream` differs
+ * (the API's `relayedForms`), so signatures, citations, server-tool blocks and event
+ * order are the live answer's.
  */
 
 /** What is stored per entry. */
@@ -27,6 +32,8 @@ interface CachedAnswer {
   provider: string | null;
   endpoint: string | null;
   upstreamModel: string | null;
+  /** What the pass-through lane sent the client, when it served the answer. */
+  relayed?: RelayedAnswer;
 }
 
 /** A request's cache lookup: where and for how long. */
@@ -86,6 +93,17 @@ export async function serveFromCache(rt: GatewayRuntime, input: GenerationInput,
   draft.markFirstToken();
   // A hit is kept like a live answer (Responses' `store`), so its id can be fetched and continued.
   const kept = { rt, draft, input };
+  const relayed = cached.relayed ? relayedReplay(ingress, cached.relayed, input.stream) : undefined;
+  if (relayed !== undefined) {
+    if (typeof relayed !== 'string') {
+      await keepResponse(kept, ingress, relayed.body);
+      sink.send(200, responseHeaders(draft), relayed.body);
+      return true;
+    }
+    sendStreamHeaders(sink, { headersSent: false, outputStarted: true, clientGone: new ClientGone(), keepAlive: undefined, poolWaitMs: 0 }, draft);
+    sink.end(relayed);
+    return true;
+  }
   if (!input.stream) {
     const body = ingress.responseBody(identity, result, usage, 0, input.request);
     await keepResponse(kept, ingress, body);
@@ -109,12 +127,31 @@ export async function serveFromCache(rt: GatewayRuntime, input: GenerationInput,
   return true;
 }
 
+/**
+ * A relayed answer in the form the request wants: the stream text for a streamed request, the
+ * body otherwise — converted by the API's `relayedForms` when it was relayed in the other form.
+ * Undefined when it cannot be (no conversion, or stored text it cannot read): the hit is then
+ * replayed from the internal result.
+ */
+function relayedReplay(ingress: GenerationIngress, relayed: RelayedAnswer, stream: boolean): string | { body: unknown } | undefined {
+  try {
+    if (stream) return 'events' in relayed ? relayed.events : ingress.relayedForms?.events(relayed.body);
+    if ('body' in relayed) return { body: relayed.body };
+    return ingress.relayedForms ? { body: ingress.relayedForms.body(relayed.events) } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** A stored entry, or undefined when it is not one this version wrote. */
 function readEntry(value: string): CachedAnswer | undefined {
   try {
     const entry = JSON.parse(value) as CachedAnswer;
     const r = entry?.result;
     if (entry?.v !== 1 || !r || typeof r !== 'object' || !Array.isArray(r.toolCalls) || typeof r.finishReason !== 'string') return undefined;
+    // A relayed answer it cannot read is left out: the hit replays the internal result.
+    const relayed = entry.relayed as unknown;
+    if (relayed !== undefined && !(relayed && typeof relayed === 'object' && ('body' in relayed || typeof (relayed as { events?: unknown }).events === 'string'))) delete entry.relayed;
     return entry;
   } catch {
     return undefined;
@@ -135,6 +172,7 @@ export function storeInCache(rt: GatewayRuntime, draft: GenerationDraft, plan: C
     provider: draft.provider,
     endpoint: draft.endpoint,
     upstreamModel: draft.upstreamModel,
+    ...(draft.relayed ? { relayed: draft.relayed } : {}),
   };
   rt.cache.set(plan.key, JSON.stringify(answer), plan.ttlMs).catch((err: Error) => rt.log.warn({ err: err.message, reqId: draft.requestId }, 'could not store an answer in the response cache'));
 }

@@ -1,8 +1,9 @@
 import { checkBodyBounds } from '../ingress/body-bounds.js';
 import { PromptSize } from '../accounting/estimate-tokens.js';
 import { toGatewayError, type GatewayError } from '../errors/gateway-error.js';
+import { checkedSession } from '../ingress/gateway-fields.js';
 import type { IngressAdapter, PrepareContext } from '../ingress/types.js';
-import type { OpOptions } from '../core/chat-types.js';
+import type { ChatRequest, OpOptions } from '../core/chat-types.js';
 import type { ApiKey } from '../store/keys.js';
 import { newGenerationId } from '../util/ids.js';
 import { resolveAliases } from '../routing/catalog.js';
@@ -37,7 +38,7 @@ export async function serveGeneration(
     checkBodyBounds(body, { maxMessages: server.max_messages, maxContentParts: server.max_content_parts });
     let request = ingress.parse(body);
     if (ingress.output === 'generation' && ingress.prepare) request = await ingress.prepare(request, prepareContext(rt, key, request));
-    const chat = resolveAliases(rt.catalog, ingress.toChat(request));
+    const chat = resolveAliases(rt.catalog, withClientSession(ingress, request, ingress.toChat(request), headers ?? {}));
     resolveModelNames(chat, rt.catalog, rt.config);
     input = { ingress, request, chat, stream: chat.stream === true, headers };
   } catch (thrown) {
@@ -58,6 +59,8 @@ export async function serveGeneration(
   }
   const cache = planCache(rt, input, draft, key, cacheHeader, body);
   if (cache && (await serveCached(rt, input, draft, sink, cache))) return;
+  // A pass-through answer is stored as it was relayed (response-cache.ts).
+  if (cache) draft.keepRelayed = true;
   await runGeneration(rt, input, draft, sink, credit);
   if (cache) storeInCache(rt, draft, cache);
 }
@@ -78,6 +81,21 @@ async function serveCached(rt: GatewayRuntime, input: GenerationInput, draft: Ge
   if (draft.keyId && draft.usage) void rt.limits.addTokens(draft.keyId, (draft.usage.promptTokens ?? 0) + (draft.usage.completionTokens ?? 0), Date.now()).catch(() => {});
   finishGeneration(rt, draft);
   return true;
+}
+
+/**
+ * The internal request with the session an agent client names (a header, Claude Code's
+ * `metadata.user_id`) as `op.session`, unless the request sets `op.session` itself. So it groups
+ * usage and keys sticky routing like `op.session`.
+ * @throws GatewayError `invalid_request` (400, `param` = the header or field) when the value
+ * breaks `op.session`'s rule (1 to 256 characters).
+ */
+function withClientSession(ingress: IngressAdapter, request: unknown, chat: ChatRequest, headers: Readonly<Record<string, string>>): ChatRequest {
+  if (ingress.output !== 'generation' || !ingress.clientSession || chat.op?.session !== undefined) return chat;
+  const named = ingress.clientSession(request, headers);
+  if (named === undefined) return chat;
+  chat.op = { ...chat.op, session: checkedSession(named.value, named.param) };
+  return chat;
 }
 
 /** What an API's `prepare` step reads: the key, the request's retention, the stored responses. */

@@ -63,6 +63,7 @@ export async function completeAttempt(a: Attempt, ingress: GenerationIngress, ca
     // Same format in and out: the upstream's own body (parsed above only for the record).
     const shown = input.chat.reasoning?.exclude === true ? { ...result, reasoning: null, reasoningDetails: hideReasoningText(result.reasoningDetails) } : result;
     const body = a.lane.relayUpstream ? json : ingress.responseBody(identityFor(draft, target.model.id), shown, draft.usage!, costUsd, input.request);
+    if (a.lane.relayUpstream && draft.keepRelayed) draft.relayed = { body: json };
     await keepResponse(a, ingress, body);
     state.outputStarted = true;
     a.sink.send(200, responseHeaders(draft), body);
@@ -101,6 +102,9 @@ class StreamRelay {
   /** Upstream events not yet written (pass-through lane): held until the first content. */
   private pending = '';
 
+  /** Every upstream event relayed (pass-through lane), kept when the response cache stores the answer. */
+  relayedText = '';
+
   /**
    * Pass-through lane: relay one upstream event as it came (`event:` name and `data:`), while
    * its parts feed the record. Events before the first content are held, so an error there can
@@ -113,13 +117,15 @@ class StreamRelay {
       this.acc.add(part);
       if (part.type !== 'finish' && part.type !== 'usage') content = true;
     }
-    this.pending += `${event.event !== undefined ? `event: ${event.event}\n` : ''}data: ${event.data}\n\n`;
+    const text = `${event.event !== undefined ? `event: ${event.event}\n` : ''}data: ${event.data}\n\n`;
+    this.pending += text;
+    if (this.a.draft.keepRelayed) this.relayedText += text;
     if (content) this.a.draft.markFirstToken();
     if (!content && !this.a.state.outputStarted) return;
     if (!this.a.state.outputStarted) await this.startOutput();
-    const text = this.pending;
+    const out = this.pending;
     this.pending = '';
-    await this.a.sink.write(text);
+    await this.a.sink.write(out);
   }
 
   /** The held events (pass-through lane), at the end of the stream. */
@@ -234,6 +240,7 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
       if (!state.outputStarted) await relay.startOutput();
       meterAttempt(draft, target, acc, a.prompt);
       keepContent(draft, input, acc);
+      if (draft.keepRelayed) draft.relayed = { events: relay.relayedText };
       sink.end(relay.takePending());
       return status;
     }

@@ -163,5 +163,8 @@ describe('Claude Code CLI through the gateway', { skip }, () => {
     assert.ok(answer, 'a later record whose retained request holds the tool result');
     assert.equal(answer.status, 'success');
     assert.equal(answer.served_model, 'anthropic/claude-test');
+    // Claude Code 2.1 sends its session id both in x-claude-code-session-id and in metadata.user_id (JSON form): every record has it.
+    assert.match(String(result.session_id), /^[0-9a-f-]{36}$/);
+    assert.deepEqual([...new Set(rows.map((r) => r.session))], [result.session_id]);
   });
 });

@@ -130,5 +130,9 @@ describe('Codex CLI (codex exec) through /v1/responses', { skip: !installed && '
       ['responses', 'success', 1, 'stop', 950, 8],
     ]);
     assert.ok(JSON.parse(rows[0]!.detail).warnings.some((w: string) => w.startsWith('Responses fields not translated:')));
+    // Codex's session-id header (its thread id) is both records' session.
+    const thread = events.find((e) => e.type === 'thread.started')?.thread_id;
+    assert.match(String(thread), /^[0-9a-f-]{36}$/);
+    assert.deepEqual(rows.map((r) => r.session), [thread, thread]);
   });
 });

@@ -16,7 +16,9 @@ function cacheHeader(value: string | string[] | undefined): string | undefined {
 
 export function registerGenerateRoutes(app: FastifyInstance, rt: () => GatewayRuntime): void {
   for (const ingress of INGRESS_ADAPTERS) {
-    const names = ingress.output === 'generation' ? ingress.forwardHeaders : undefined;
+    // The headers the API forwards upstream and those that may name the session.
+    const wanted = ingress.output === 'generation' ? [...(ingress.forwardHeaders ?? []), ...(ingress.sessionHeaders ?? [])] : [];
+    const names = wanted.length > 0 ? wanted : undefined;
     app.post(ingress.path, (req, reply) => serveGeneration(rt(), ingress, req.body, req.apiKey, req.id, new FastifyClientSink(reply), names && pickHeaders(req.headers, names), cacheHeader(req.headers['x-op-cache'])));
   }
 }

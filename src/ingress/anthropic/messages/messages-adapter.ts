@@ -1,10 +1,12 @@
 import type { GenerationIngress } from '../../types.js';
 import { anthropicErrorBody } from '../error-envelope.js';
+import { CLAUDE_CODE_SESSION_HEADER, claudeCodeSession } from './claude-code-session.js';
 import { convertMessagesToChat } from './convert-messages-to-chat.js';
 import { parseMessagesRequest, type MessagesRequest } from './messages-request-schema.js';
 import { messagesResponseBody } from './messages-response-body.js';
 import { messagesStreamEncoder, PING_EVENT } from './messages-stream-encoder.js';
 import { FORWARDED_HEADERS, nativeMessagesCall } from './native-messages-call.js';
+import { eventsFromMessage, messageFromEvents } from './relayed-message.js';
 
 /** Losses of each request's translation, kept until its attempts are built. */
 const translationLosses = new WeakMap<MessagesRequest, string[]>();
@@ -13,7 +15,8 @@ const translationLosses = new WeakMap<MessagesRequest, string[]>();
  * `POST /v1/messages` (Anthropic's Messages API; `?beta=true` too: routes ignore the query).
  * To `anthropic` endpoints the client's body goes through natively (pipeline/lane.ts); to
  * every other kind it is translated through the internal request, the losses listed as
- * warnings in the generation record.
+ * warnings in the generation record. Claude Code's session (its `x-claude-code-session-id`
+ * header, else `metadata.user_id`) is the generation's session when `op.session` is unset.
  * @see https://docs.anthropic.com/en/api/messages
  */
 export const messagesIngress: GenerationIngress<MessagesRequest> = {
@@ -23,6 +26,8 @@ export const messagesIngress: GenerationIngress<MessagesRequest> = {
   contentBlocks: true,
   keepAlive: PING_EVENT,
   forwardHeaders: FORWARDED_HEADERS,
+  sessionHeaders: [CLAUDE_CODE_SESSION_HEADER],
+  clientSession: claudeCodeSession,
   parse: parseMessagesRequest,
   toChat(req) {
     const { chat, warnings } = convertMessagesToChat(req);
@@ -31,6 +36,7 @@ export const messagesIngress: GenerationIngress<MessagesRequest> = {
   },
   translationWarnings: (req) => translationLosses.get(req) ?? [],
   nativeCall: nativeMessagesCall,
+  relayedForms: { body: messageFromEvents, events: (body) => eventsFromMessage(body as Record<string, unknown>) },
   recordedRequest: (req) => ({ system: req.system, messages: req.messages }),
   createStreamEncoder: messagesStreamEncoder,
   responseBody: (ident, result, usage) => messagesResponseBody(ident, result, usage),

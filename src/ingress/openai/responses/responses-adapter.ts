@@ -7,10 +7,25 @@ import { parseResponsesRequest, type ResponsesRequest } from './response-request
 import { responseStreamEncoder } from './response-stream-encoder.js';
 
 /**
+ * The headers Codex sends on every Responses request with its session's (thread's) id:
+ * `session-id` in current versions (0.171: also `thread-id`, the same id), `session_id` in
+ * earlier ones. The first present wins.
+ */
+const CODEX_SESSION_HEADERS = ['session-id', 'session_id'] as const;
+
+/** Codex's session for a request: the first of {@link CODEX_SESSION_HEADERS} present, named by its header. */
+function codexSession(headers: Readonly<Record<string, string>>): { value: string; param: string } | undefined {
+  for (const name of CODEX_SESSION_HEADERS) if (headers[name] !== undefined) return { value: headers[name], param: name };
+  return undefined;
+}
+
+/**
  * `POST /v1/responses` (OpenAI Responses API): translated through the internal chat request to
  * every provider kind, sent natively to `openai` endpoints with `supports_responses` (see
  * pipeline/lane.ts). The response `id` is the generation id; with `store` and a retention that
  * keeps text the response is kept for `GET /v1/responses/{id}` and `previous_response_id`.
+ * Codex's `session-id` (older: `session_id`) header is the generation's session when
+ * `op.session` is unset.
  * @see https://platform.openai.com/docs/api-reference/responses
  */
 export const responsesIngress: GenerationIngress<ResponsesRequest> = {
@@ -18,6 +33,8 @@ export const responsesIngress: GenerationIngress<ResponsesRequest> = {
   path: '/v1/responses',
   output: 'generation',
   contentBlocks: true,
+  sessionHeaders: CODEX_SESSION_HEADERS,
+  clientSession: (_req, headers) => codexSession(headers),
   parse: parseResponsesRequest,
   prepare: prepareResponsesRequest,
   toChat: responsesToChat,
