@@ -75,8 +75,29 @@ class IssueFlag {
   };
 }
 
+/**
+ * A leaf validator whose output is its input (strings, numbers, booleans, literals, enums,
+ * optional and nullable ones): its test as a JS expression over the variable named `x`, for
+ * generated object code to inline instead of calling the validator.
+ */
+type InlineTest = (x: string) => string;
+
+/** A literal as JS source, when it has one that compares the same with `===`. */
+function literalSource(value: unknown): string | undefined {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return JSON.stringify(value);
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  return undefined;
+}
+
 class Compiler {
   private readonly done = new Map<z.ZodTypeAny, FastParser>();
+  private readonly inline = new WeakMap<FastParser, InlineTest>();
+
+  /** `parser` with an inline test. */
+  private leaf(parser: FastParser, test: InlineTest | undefined): FastParser {
+    if (test) this.inline.set(parser, test);
+    return parser;
+  }
 
   constructor(private readonly overrides?: FastOverrides) {}
 
@@ -84,9 +105,10 @@ class Compiler {
     const cached = this.done.get(schema);
     if (cached) return cached;
     // A forwarding stub first, so a cycle (not expected without z.lazy) cannot recurse forever.
-    let target: FastParser | undefined;
-    this.done.set(schema, (v) => target!(v));
-    target = this.overrides?.get(schema) ?? this.build(schema);
+    const stub = { target: undefined as FastParser | undefined };
+    this.done.set(schema, (v) => stub.target!(v));
+    const target = this.overrides?.get(schema) ?? this.build(schema);
+    stub.target = target;
     this.done.set(schema, target);
     return target;
   }
@@ -99,29 +121,33 @@ class Compiler {
       case K.ZodNumber:
         return this.number(schema as z.ZodNumber);
       case K.ZodBoolean:
-        return def.coerce ? viaZod(schema) : (v) => (typeof v === 'boolean' ? v : INVALID);
+        return def.coerce ? viaZod(schema) : this.leaf((v) => (typeof v === 'boolean' ? v : INVALID), (x) => `typeof ${x} === "boolean"`);
       case K.ZodNull:
-        return (v) => (v === null ? null : INVALID);
+        return this.leaf((v) => (v === null ? null : INVALID), (x) => `${x} === null`);
       case K.ZodUndefined:
         return (v) => (v === undefined ? undefined : INVALID);
       case K.ZodUnknown:
       case K.ZodAny:
-        return (v) => v;
+        return this.leaf((v) => v, () => 'true');
       case K.ZodLiteral: {
         const value = (schema as z.ZodLiteral<unknown>)._def.value;
-        return (v) => (v === value ? v : INVALID);
+        const src = literalSource(value);
+        return this.leaf((v) => (v === value ? v : INVALID), src === undefined ? undefined : (x) => `${x} === ${src}`);
       }
       case K.ZodEnum: {
-        const values = new Set<unknown>((schema as z.ZodEnum<[string, ...string[]]>)._def.values);
-        return (v) => (typeof v === 'string' && values.has(v) ? v : INVALID);
+        const list = (schema as z.ZodEnum<[string, ...string[]]>)._def.values;
+        const values = new Set<unknown>(list);
+        return this.leaf((v) => (typeof v === 'string' && values.has(v) ? v : INVALID), list.length <= 12 ? (x) => `(${list.map((e) => `${x} === ${JSON.stringify(e)}`).join(' || ')})` : undefined);
       }
       case K.ZodOptional: {
         const inner = this.compile((schema as z.ZodOptional<z.ZodTypeAny>)._def.innerType);
-        return (v) => (v === undefined ? undefined : inner(v));
+        const test = this.inline.get(inner);
+        return this.leaf((v) => (v === undefined ? undefined : inner(v)), test && ((x) => `(${x} === undefined || ${test(x)})`));
       }
       case K.ZodNullable: {
         const inner = this.compile((schema as z.ZodNullable<z.ZodTypeAny>)._def.innerType);
-        return (v) => (v === null ? null : inner(v));
+        const test = this.inline.get(inner);
+        return this.leaf((v) => (v === null ? null : inner(v)), test && ((x) => `(${x} === null || ${test(x)})`));
       }
       case K.ZodDefault: {
         const d = (schema as z.ZodDefault<z.ZodTypeAny>)._def;
@@ -178,8 +204,9 @@ class Compiler {
       else return viaZod(schema);
     }
     if (regexes.length === 0) {
-      if (min === 0 && max === Infinity) return (v) => (typeof v === 'string' ? v : INVALID);
-      return (v) => (typeof v === 'string' && v.length >= min && v.length <= max ? v : INVALID);
+      if (min === 0 && max === Infinity) return this.leaf((v) => (typeof v === 'string' ? v : INVALID), (x) => `typeof ${x} === "string"`);
+      const bounds = (x: string) => (min > 0 ? ` && ${x}.length >= ${min}` : '') + (max < Infinity ? ` && ${x}.length <= ${max}` : '');
+      return this.leaf((v) => (typeof v === 'string' && v.length >= min && v.length <= max ? v : INVALID), (x) => `(typeof ${x} === "string"${bounds(x)})`);
     }
     return (v) => {
       if (typeof v !== 'string' || v.length < min || v.length > max) return INVALID;
@@ -196,23 +223,27 @@ class Compiler {
     if (d.coerce) return viaZod(schema);
     let int = false;
     const tests: Array<(n: number) => boolean> = [];
+    const sources: Array<(x: string) => string> = [];
+    let inlinable = true;
     for (const check of d.checks) {
       if (check.kind === 'int') int = true;
-      else if (check.kind === 'min') {
+      else if (check.kind === 'min' || check.kind === 'max') {
         const bound = check.value;
-        tests.push(check.inclusive ? (n) => n >= bound : (n) => n > bound);
-      } else if (check.kind === 'max') {
-        const bound = check.value;
-        tests.push(check.inclusive ? (n) => n <= bound : (n) => n < bound);
+        const op = check.kind === 'min' ? (check.inclusive ? '>=' : '>') : check.inclusive ? '<=' : '<';
+        tests.push(op === '>=' ? (n) => n >= bound : op === '>' ? (n) => n > bound : op === '<=' ? (n) => n <= bound : (n) => n < bound);
+        if (Number.isFinite(bound)) sources.push((x) => ` && ${x} ${op} ${String(bound)}`);
+        else inlinable = false;
       } else return viaZod(schema);
     }
-    // `n >= bound` is false for NaN, as zod's `n < bound` test would be; NaN is refused first anyway.
-    return (v) => {
+    // zod refuses NaN as "not a number" before any check.
+    const parser: FastParser = (v) => {
       if (typeof v !== 'number' || Number.isNaN(v)) return INVALID;
       if (int && !Number.isInteger(v)) return INVALID;
       for (const t of tests) if (!t(v)) return INVALID;
       return v;
     };
+    const test: InlineTest = (x) => `(typeof ${x} === "number" && !Number.isNaN(${x})${int ? ` && Number.isInteger(${x})` : ''}${sources.map((s) => s(x)).join('')})`;
+    return this.leaf(parser, inlinable ? test : undefined);
   }
 
   private array(schema: z.ZodArray<z.ZodTypeAny>): FastParser {
@@ -245,7 +276,7 @@ class Compiler {
     if (!(d.catchall instanceof z.ZodNever) || keys.some((k) => k in Object.prototype)) return slow;
     const mode = d.unknownKeys as 'strip' | 'passthrough' | 'strict';
     const parsers = keys.map((k) => this.compile(shape[k]!));
-    return generateObjectParser(keys, parsers, mode, slow);
+    return generateObjectParser(keys, parsers, parsers.map((p) => this.inline.get(p)), mode, slow);
   }
 
   private record(schema: z.ZodRecord): FastParser {
@@ -276,20 +307,23 @@ class Compiler {
     const effect = d.effect;
     if (effect.type === 'refinement') {
       const refinement = effect.refinement as (value: unknown, ctx: IssueFlag) => unknown;
+      // One context per refinement, reused: refinements run synchronously and do not re-enter.
+      const flag = new IssueFlag();
       return (v) => {
         const r = inner(v);
         if (r === INVALID) return INVALID;
-        const flag = new IssueFlag();
+        flag.failed = false;
         refinement(r, flag);
         return flag.failed ? INVALID : r;
       };
     }
     if (effect.type === 'transform') {
       const transform = effect.transform as (value: unknown, ctx: IssueFlag) => unknown;
+      const flag = new IssueFlag();
       return (v) => {
         const r = inner(v);
         if (r === INVALID) return INVALID;
-        const flag = new IssueFlag();
+        flag.failed = false;
         const out = transform(r, flag);
         return flag.failed ? INVALID : out;
       };
@@ -319,17 +353,21 @@ function absentKind(parser: FastParser): 'required' | 'skip' | 'compute' {
  * passthrough or strict one walks the keys the input has once (zod walks them too, to find the
  * extra keys) and then writes the output in shape order, then the extra keys.
  */
-function generateObjectParser(keys: string[], parsers: FastParser[], mode: 'strip' | 'passthrough' | 'strict', slow: FastParser): FastParser {
+function generateObjectParser(keys: string[], parsers: FastParser[], inline: Array<InlineTest | undefined>, mode: 'strip' | 'passthrough' | 'strict', slow: FastParser): FastParser {
   const kinds = parsers.map(absentKind);
   const lit = (k: string) => JSON.stringify(k);
   const lines: string[] = [
-    'if (!isZodObjectType(v)) return INVALID;',
-    'if (!isPlainObject(v)) return slow(v);',
+    'if (typeof v !== "object" || v === null) return INVALID;',
+    // Arrays, Maps, class instances, null-prototype and promise-like objects: zod decides.
+    'if (Object.getPrototypeOf(v) !== ObjectPrototype || typeof v.then === "function") return isZodObjectType(v) ? slow(v) : INVALID;',
     'const out = {};',
     'let x, r;',
   ];
-  const take = (i: number, value: string) =>
-    `r = p${i}(${value}); if (r === INVALID) return INVALID; out[${lit(keys[i]!)}] = r;`;
+  const take = (i: number, value: string) => {
+    const test = inline[i];
+    if (test) return `x = ${value}; if (!(${test("x")})) return INVALID; out[${lit(keys[i]!)}] = x;`;
+    return `r = p${i}(${value}); if (r === INVALID) return INVALID; out[${lit(keys[i]!)}] = r;`;
+  };
   if (mode === 'strip' && keys.length <= 16) {
     keys.forEach((k, i) => {
       const absent =
@@ -366,7 +404,7 @@ function generateObjectParser(keys: string[], parsers: FastParser[], mode: 'stri
   }
   lines.push('return out;');
   const names = parsers.map((_, i) => `p${i}`);
-  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- generated from the schema's key names, each a JSON string literal
-  const make = new Function('INVALID', 'slow', 'isZodObjectType', 'isPlainObject', ...names, `return function parseObject(v) {\n${lines.join('\n')}\n};`) as (...args: unknown[]) => FastParser;
-  return make(INVALID, slow, isZodObjectType, isPlainObject, ...parsers);
+  // Generated from the schema's own key names (each a JSON string literal) and bounds; no input reaches the source.
+  const make = new Function('INVALID', 'slow', 'isZodObjectType', 'ObjectPrototype', ...names, `return function parseObject(v) {\n${lines.join('\n')}\n};`) as (...args: unknown[]) => FastParser;
+  return make(INVALID, slow, isZodObjectType, Object.prototype, ...parsers);
 }
