@@ -30,8 +30,20 @@ export function firstIssueError(issues: ZodIssue[]): GatewayError {
   return new GatewayError('invalid_request', param ? `${param}: ${message}` : message, { param });
 }
 
-/** Strip fields the gateway does not know so they never reach an upstream. */
+/**
+ * Strip fields the gateway does not know so they never reach an upstream (and fields set to
+ * `undefined`). `value` itself when it has nothing to strip (it is a parser's own output, so
+ * nothing else holds it).
+ */
 export function pickKnown<T>(value: Record<string, unknown>, known: Set<string>): T {
+  let clean = true;
+  for (const k in value) {
+    if (!known.has(k) || value[k] === undefined) {
+      clean = false;
+      break;
+    }
+  }
+  if (clean) return value as T;
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value)) if (known.has(k) && v !== undefined) out[k] = v;
   return out as T;

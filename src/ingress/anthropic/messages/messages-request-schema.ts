@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { OpOptions, ProviderPreferences } from '../../../core/chat-types.js';
+import { compileFastParser, INVALID, type FastParser } from '../../fast-parse.js';
 import { gatewayFields } from '../../gateway-fields.js';
 import { firstIssueError, requireObject } from '../../validate.js';
 
@@ -79,7 +80,8 @@ const block = z
   .object({ type: z.string({ required_error: 'is required' }).min(1) })
   .passthrough()
   .superRefine((b, ctx) => {
-    const schema = KNOWN_BLOCKS[b.type];
+    // Own members only: a block of type "toString" is an unknown type, not Object.prototype's method.
+    const schema = Object.hasOwn(KNOWN_BLOCKS, b.type) ? KNOWN_BLOCKS[b.type] : undefined;
     if (schema) refineWith(schema, b, ctx);
   });
 
@@ -149,6 +151,39 @@ const messagesRequestSchema = z
 /** count_tokens takes the same body without `max_tokens` (and `stream`, ignored). */
 const countTokensRequestSchema = z.object({ ...baseShape, max_tokens: z.number().int().min(1).optional() }).passthrough();
 
+/**
+ * The compiled validators (src/ingress/fast-parse.ts). A block's and a tool's refinement checks
+ * the parsed value against one more schema with zod; here that check is compiled too.
+ */
+function refinedBy(object: z.ZodTypeAny, schemaOf: (value: Record<string, unknown>) => FastParser | undefined): FastParser {
+  const parse = compileFastParser(object);
+  return (v) => {
+    const out = parse(v);
+    if (out === INVALID) return INVALID;
+    const check = schemaOf(out as Record<string, unknown>);
+    return check && check(out) === INVALID ? INVALID : out;
+  };
+}
+const fastKnownBlocks = new Map(Object.entries(KNOWN_BLOCKS).map(([type, schema]) => [type as unknown, compileFastParser(schema)]));
+const fastCustomTool = compileFastParser(customTool);
+const fastOverrides = new Map<z.ZodTypeAny, FastParser>([
+  [block, refinedBy(block._def.schema, (b) => fastKnownBlocks.get(b.type))],
+  [tool, refinedBy(tool._def.schema, (t) => (t.type === undefined || t.type === 'custom' ? fastCustomTool : undefined))],
+]);
+/** The compiled request validators (`INVALID` for a body the schema refuses). Exported for the equivalence test. */
+export const fastMessagesRequest = compileFastParser(messagesRequestSchema, fastOverrides);
+/** See {@link fastMessagesRequest}. */
+export const fastCountTokensRequest = compileFastParser(countTokensRequestSchema, fastOverrides);
+
+/** `schema` on `obj`: the compiled validator, zod only for a refused body (the error is zod's). */
+function validate(schema: z.ZodTypeAny, fast: FastParser, obj: Record<string, unknown>): MessagesRequest {
+  const parsed = fast(obj);
+  if (parsed !== INVALID) return parsed as MessagesRequest;
+  const result = schema.safeParse(obj);
+  if (!result.success) throw firstIssueError(result.error.issues);
+  return result.data as MessagesRequest;
+}
+
 /** One content block as validated (known types checked, others kept as sent). */
 export type MessagesBlock = { type: string } & Record<string, unknown>;
 
@@ -178,9 +213,7 @@ export interface MessagesRequest {
  * @throws GatewayError `invalid_json` (empty body) or `invalid_request` with `param` set.
  */
 export function parseMessagesRequest(body: unknown): MessagesRequest {
-  const result = messagesRequestSchema.safeParse(requireObject(body));
-  if (!result.success) throw firstIssueError(result.error.issues);
-  return result.data as MessagesRequest;
+  return validate(messagesRequestSchema, fastMessagesRequest, requireObject(body));
 }
 
 /**
@@ -188,7 +221,16 @@ export function parseMessagesRequest(body: unknown): MessagesRequest {
  * @throws GatewayError as {@link parseMessagesRequest}.
  */
 export function parseCountTokensRequest(body: unknown): MessagesRequest {
-  const result = countTokensRequestSchema.safeParse(requireObject(body));
+  return validate(countTokensRequestSchema, fastCountTokensRequest, requireObject(body));
+}
+
+/**
+ * {@link parseMessagesRequest} (`count_tokens`: {@link parseCountTokensRequest}) with zod alone:
+ * the reference the compiled validators are tested against.
+ * @throws GatewayError as {@link parseMessagesRequest}.
+ */
+export function parseMessagesRequestWithZod(body: unknown, countTokens = false): MessagesRequest {
+  const result = (countTokens ? countTokensRequestSchema : messagesRequestSchema).safeParse(requireObject(body));
   if (!result.success) throw firstIssueError(result.error.issues);
   return result.data as MessagesRequest;
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ChatRequest } from '../../../core/chat-types.js';
+import { compileFastParser, INVALID } from '../../fast-parse.js';
 import { firstIssueError, pickKnown, requireObject } from '../../validate.js';
 import { nullable, openAICommonFields, tokens } from '../openai-request-fields.js';
 import { applyOpenRouterChatFields, openRouterChatFields, otherResponseFormat, serverTool } from './openrouter-chat-fields.js';
@@ -163,19 +164,48 @@ export const chatRequestSchema = z
 const KNOWN_CHAT_FIELDS = new Set(Object.keys(chatRequestSchema._def.schema.shape));
 
 /**
- * Validate a chat completion request body.
+ * {@link chatRequestSchema} compiled (src/ingress/fast-parse.ts): the same output as its
+ * `safeParse` for every body it accepts, `INVALID` otherwise. Exported for the equivalence test.
+ */
+export const fastChatRequest = compileFastParser(chatRequestSchema);
+
+type ParsedChat = z.output<typeof chatRequestSchema>;
+
+/** zod's parse of the body. @throws GatewayError `invalid_request` for zod's first issue. */
+function zodChatRequest(obj: Record<string, unknown>): ParsedChat {
+  const result = chatRequestSchema.safeParse(obj);
+  if (!result.success) throw firstIssueError(result.error.issues);
+  return result.data;
+}
+
+/**
+ * Validate a chat completion request body: the compiled validator, and zod itself only when
+ * that refuses the body (so the error is zod's first issue).
  * @throws GatewayError `invalid_request` with `param` set to the first offending field.
  */
 export function parseChatRequest(body: unknown): ChatRequest {
-  const result = chatRequestSchema.safeParse(requireObject(body));
-  if (!result.success) throw firstIssueError(result.error.issues);
-  for (const m of result.data.messages) {
+  const obj = requireObject(body);
+  const fast = fastChatRequest(obj);
+  return toChatRequest(fast !== INVALID ? (fast as ParsedChat) : zodChatRequest(obj));
+}
+
+/**
+ * {@link parseChatRequest} with zod alone: the reference the compiled validator is tested against.
+ * @throws GatewayError as {@link parseChatRequest}.
+ */
+export function parseChatRequestWithZod(body: unknown): ChatRequest {
+  return toChatRequest(zodChatRequest(requireObject(body)));
+}
+
+/** The schema's output as the internal request: aliases read, OpenRouter's fields applied, unknown fields named and dropped. */
+function toChatRequest(parsed: ParsedChat): ChatRequest {
+  for (const m of parsed.messages) {
     if (m.role !== 'assistant' || !('reasoning_content' in m)) continue;
     const { reasoning_content: alias, ...rest } = m;
     Object.assign(m, { reasoning: rest.reasoning ?? alias });
     delete (m as { reasoning_content?: unknown }).reasoning_content;
   }
-  const data = result.data as unknown as Record<string, unknown> & { messages: unknown[] };
+  const data = parsed as unknown as Record<string, unknown> & { messages: unknown[] };
   const warnings = applyOpenRouterChatFields(data);
   const unknown = Object.keys(data).filter((k) => !KNOWN_CHAT_FIELDS.has(k));
   if (unknown.length > 0) warnings.push(`unknown fields not sent upstream: ${unknown.slice(0, 16).join(', ')}`);

@@ -25,6 +25,13 @@ const IGNORED_FIELDS: Readonly<Record<string, string>> = {
   transforms: 'transforms (middle-out compression) are not applied',
 };
 
+const IGNORED_ENTRIES = Object.entries(IGNORED_FIELDS);
+
+/** `delete req[k]`, skipped when there is nothing to delete (a delete costs even then). */
+function drop(req: Record<string, unknown>, k: string): void {
+  if (k in req) delete req[k];
+}
+
 /** Spread into the chat request object schema. */
 export const openRouterChatFields = {
   /** Absent only when `preset` names one (the preset then supplies the model). */
@@ -76,36 +83,36 @@ export function applyOpenRouterChatFields(req: Parsed): string[] {
     const reasoning = (req.reasoning as ChatRequest['reasoning']) ?? {};
     req.reasoning = req.include_reasoning ? reasoning : { ...reasoning, exclude: true };
   }
-  delete req.include_reasoning;
+  drop(req, 'include_reasoning');
   if (req.reasoning && typeof req.reasoning === 'object') {
     const r = req.reasoning as Record<string, unknown>;
     for (const k of Object.keys(r)) if (r[k] === null) delete r[k];
   }
-  if (req.reasoning === null) delete req.reasoning;
+  if (req.reasoning === null) drop(req, 'reasoning');
   if (typeof req.session_id === 'string') {
     const op = (req.op as ChatRequest['op']) ?? {};
     req.op = { ...op, session: op.session ?? req.session_id };
   }
-  delete req.session_id;
+  drop(req, 'session_id');
   if (req.service_tier === 'fast') req.service_tier = 'priority';
-  for (const k of ['prompt_cache_key', 'service_tier', 'verbosity'] as const) if (req[k] === null) delete req[k];
-  delete req.usage;
+  for (const k of ['prompt_cache_key', 'service_tier', 'verbosity'] as const) if (req[k] === null) drop(req, k);
+  drop(req, 'usage');
   if (Array.isArray(req.modalities) && req.modalities.some((m) => m !== 'text')) {
     warnings.push(`modalities: only text output is supported (asked: ${(req.modalities as string[]).join(', ')})`);
   }
-  delete req.modalities;
+  drop(req, 'modalities');
   if (Array.isArray(req.tools)) {
     const server = (req.tools as Array<{ type: string }>).filter((t) => t.type !== 'function');
     if (server.length > 0) {
       warnings.push(`tools: server tools are not supported and were removed (${server.map((t) => t.type).join(', ')})`);
       req.tools = (req.tools as Array<{ type: string }>).filter((t) => t.type === 'function');
-      if ((req.tools as unknown[]).length === 0) delete req.tools;
+      if ((req.tools as unknown[]).length === 0) drop(req, 'tools');
     }
   }
   const format = req.response_format as { type?: string } | undefined;
   if (format && (format.type === 'grammar' || format.type === 'python')) {
     warnings.push(`response_format: type ${format.type} is not supported and was removed`);
-    delete req.response_format;
+    drop(req, 'response_format');
   }
   if (req.route === 'sort' || req.route === 'fallback') {
     // Deprecated alias of provider.sort.partition: fallback = model, sort = none.
@@ -113,11 +120,11 @@ export function applyOpenRouterChatFields(req: Parsed): string[] {
     provider.sort_partition ??= req.route === 'sort' ? 'none' : 'model';
     req.provider = provider;
   }
-  delete req.route;
-  for (const [field, why] of Object.entries(IGNORED_FIELDS)) {
+  drop(req, 'route');
+  for (const [field, why] of IGNORED_ENTRIES) {
     if (req[field] === undefined || req[field] === null) continue;
     if (field !== 'plugins' || (req.plugins as unknown[]).length > 0) warnings.push(why);
-    delete req[field];
+    drop(req, field);
   }
   for (const member of ignoredProviderMembers(req.provider as ChatRequest['provider'])) warnings.push(`${member} is not supported and was ignored`);
   return warnings;

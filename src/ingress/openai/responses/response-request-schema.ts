@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { GatewayError } from '../../../errors/gateway-error.js';
+import { compileFastParser, INVALID, type FastParser } from '../../fast-parse.js';
 import { gatewayFields } from '../../gateway-fields.js';
 import { firstIssueError, requireObject } from '../../validate.js';
 import { nullable, tokens } from '../openai-request-fields.js';
@@ -155,6 +156,19 @@ export type ResponsesRequest = Omit<z.infer<z.ZodObject<typeof responsesFields>>
  */
 export function parseResponsesRequest(body: unknown): ResponsesRequest {
   const obj = requireObject(body);
+  const fast = fastResponsesRequest(obj);
+  return fast !== INVALID ? fast : parseWithZod(obj);
+}
+
+/**
+ * {@link parseResponsesRequest} with zod alone: the reference the compiled validators are tested against.
+ * @throws GatewayError as {@link parseResponsesRequest}.
+ */
+export function parseResponsesRequestWithZod(body: unknown): ResponsesRequest {
+  return parseWithZod(requireObject(body));
+}
+
+function parseWithZod(obj: Record<string, unknown>): ResponsesRequest {
   const result = responsesRequestSchema.safeParse(obj);
   if (!result.success) throw firstIssueError(result.error.issues);
   const req = result.data;
@@ -175,6 +189,40 @@ export function parseResponsesRequest(body: unknown): ResponsesRequest {
     else if (type === 'namespace') check(namespaceTool, raw, ['tools', i]);
     else if (typeof type !== 'string') throw new GatewayError('invalid_request', `tools[${i}].type: is required`, { param: `tools[${i}].type` });
   });
+  return { ...req, input } as ResponsesRequest;
+}
+
+const fastRequest = compileFastParser(responsesRequestSchema);
+const fastInputItem = compileFastParser(inputItem);
+const fastFunctionTool = compileFastParser(functionTool);
+const fastNamespaceTool = compileFastParser(namespaceTool);
+
+/**
+ * {@link parseResponsesRequest} through the compiled validators (src/ingress/fast-parse.ts):
+ * the same result for a body it accepts, {@link INVALID} for any body it would refuse (which
+ * then goes through zod, so the error is zod's). Exported for the equivalence test.
+ */
+export function fastResponsesRequest(obj: Record<string, unknown>): ResponsesRequest | typeof INVALID {
+  const req = fastRequest(obj) as z.output<typeof responsesRequestSchema> | typeof INVALID;
+  if (req === INVALID) return INVALID;
+  let input: string | InputItem[] = typeof req.input === 'string' ? req.input : [];
+  if (Array.isArray(req.input)) {
+    input = [];
+    for (const raw of req.input) {
+      const type = raw && typeof raw === 'object' ? ((raw as { type?: unknown }).type ?? 'message') : undefined;
+      if (typeof type !== 'string' || !SUPPORTED_ITEM_TYPES.has(type)) return INVALID;
+      const item = fastInputItem(raw);
+      if (item === INVALID) return INVALID;
+      input.push(item as InputItem);
+    }
+  }
+  if (req.tools) {
+    for (const raw of req.tools) {
+      const type = raw && typeof raw === 'object' ? (raw as { type?: unknown }).type : undefined;
+      const check: FastParser | undefined = type === 'function' ? fastFunctionTool : type === 'namespace' ? fastNamespaceTool : undefined;
+      if (check ? check(raw) === INVALID : typeof type !== 'string') return INVALID;
+    }
+  }
   return { ...req, input } as ResponsesRequest;
 }
 
