@@ -2,13 +2,12 @@ import type { Registry } from 'prom-client';
 
 /**
  * Counters and histograms for the request path, served by a prom-client {@link Registry} in
- * the same text format as prom-client's own: a label set is found by one string key built from
- * its values in a fixed order (one `Map` lookup), instead of prom-client's per-call label
+ * the same text format as prom-client's own: a label set is found by one `Map` lookup per label
+ * value, in a fixed label order, instead of prom-client's per-call label
  * validation, sorting and hashing and the closure it allocates per observation. A generation
  * updates about ten series; this keeps that to well under a microsecond each.
  *
- * Label values are stored as given the first time a label set is seen; keys join the values
- * with U+0001, which no label value the gateway uses contains.
+ * Label values are stored as given the first time a label set is seen.
  * @see https://prometheus.io/docs/instrumenting/exposition_formats/#text-based-format
  */
 
@@ -30,9 +29,13 @@ abstract class KeyedMetric<L extends string, C> {
   readonly name: string;
   readonly help: string;
   readonly aggregator = 'sum';
-  protected cells = new Map<string, { labels: Record<L, string>; cell: C }>();
+  /** Every series, in the order first seen. */
+  protected cells: Array<{ labels: Record<L, string>; cell: C }> = [];
+  /** The series by label values, one Map level per label (no key string built per update). */
+  private index = new Map<string, unknown>();
 
   protected constructor(private readonly options: Options<L>) {
+    if (options.labelNames.length === 0) throw new TypeError(`metric ${options.name}: a keyed metric needs at least one label`);
     this.name = options.name;
     this.help = options.help;
     // The registry takes any object that renders like a metric (get, reset, name, help, type).
@@ -45,19 +48,31 @@ abstract class KeyedMetric<L extends string, C> {
 
   /** Forget every series (prom-client's `registry.resetMetrics()`). */
   reset(): void {
-    this.cells = new Map();
+    this.cells = [];
+    this.index = new Map();
   }
 
   protected cellFor(labels: Record<L, string>): C {
     const names = this.options.labelNames;
-    let key = labels[names[0]!] ?? '';
-    for (let i = 1; i < names.length; i++) key += `\u0001${labels[names[i]!] ?? ''}`;
-    let entry = this.cells.get(key);
+    let level = this.index;
+    const last = names.length - 1;
+    for (let i = 0; i < last; i++) {
+      const v = labels[names[i]!] ?? '';
+      let next = level.get(v) as Map<string, unknown> | undefined;
+      if (!next) {
+        next = new Map();
+        level.set(v, next);
+      }
+      level = next;
+    }
+    const leaf = labels[names[last]!] ?? '';
+    let entry = level.get(leaf) as { labels: Record<L, string>; cell: C } | undefined;
     if (!entry) {
       const copy = {} as Record<L, string>;
       for (const n of names) copy[n] = String(labels[n] ?? '');
       entry = { labels: copy, cell: this.make() };
-      this.cells.set(key, entry);
+      level.set(leaf, entry);
+      this.cells.push(entry);
     }
     return entry.cell;
   }
@@ -83,7 +98,7 @@ export class KeyedCounter<L extends string> extends KeyedMetric<L, { value: numb
 
   async get() {
     const values: MetricValue[] = [];
-    for (const { labels, cell } of this.cells.values()) values.push({ labels, value: cell.value });
+    for (const { labels, cell } of this.cells) values.push({ labels, value: cell.value });
     return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
   }
 }
@@ -123,7 +138,7 @@ export class KeyedHistogram<L extends string> extends KeyedMetric<L, HistogramCe
   async get() {
     const values: MetricValue[] = [];
     const bucketName = `${this.name}_bucket`;
-    for (const { labels, cell } of this.cells.values()) {
+    for (const { labels, cell } of this.cells) {
       let cumulative = 0;
       for (let i = 0; i < this.buckets.length; i++) {
         cumulative += cell.counts[i]!;
