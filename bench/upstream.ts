@@ -19,7 +19,7 @@
  *                                   message_stop (same text as the chat answer)
  *   POST /fail/v1/chat/completions  answers at once with a 503 OpenAI error envelope
  *   POST /slow/v1/chat/completions  a stream that trickles one content chunk per 100 ms;
- *                                   `max_tokens` chunks (default 50), then finish, usage, [DONE]
+ *                                   `max_completion_tokens` (or `max_tokens`) chunks (default 50), then finish, usage, [DONE]
  * Bodies are fixed and prebuilt, so the upstream does the same (minimal) work for every
  * request whether it comes from the load generator, a baseline proxy or the gateway.
  *
@@ -170,6 +170,7 @@ interface Body {
   stream?: unknown;
   tools?: unknown;
   max_tokens?: unknown;
+  max_completion_tokens?: unknown;
 }
 
 function handle(req: IncomingMessage, res: ServerResponse, raw: string): void {
@@ -199,7 +200,8 @@ function handle(req: IncomingMessage, res: ServerResponse, raw: string): void {
   }
   const stream = body.stream === true;
   if (behaviour === 'slow') {
-    startSlow(res, typeof body.max_tokens === 'number' && body.max_tokens > 0 ? Math.floor(body.max_tokens) : 50);
+    const limit = body.max_completion_tokens ?? body.max_tokens;
+    startSlow(res, typeof limit === 'number' && limit > 0 ? Math.floor(limit) : 50);
     return;
   }
   if (api === 'messages') {
