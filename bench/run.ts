@@ -1212,7 +1212,7 @@ function report(results: ScenarioResult[], info: RunInfo): string {
   const ncpu = os.cpus().length;
   const c = SETTINGS.connections;
   out.push(`# opinference benchmark`, '');
-  out.push(`Run ${info.started.toISOString()} (${info.elapsedS.toFixed(0)} s) with \`npm run bench${MEMORY_ONLY ? ' -- --memory' : ''}\`.`, '');
+  out.push(`Run ${info.started.toISOString()} (${info.elapsedS.toFixed(0)} s) with \`npm run bench${MEMORY_ONLY ? ' -- --memory' : QUICK ? ' -- --quick' : ''}\`.`, '');
   out.push('## Machine', '', ...machine(), '');
   out.push(
     `The load generator, the zero-latency upstream, the baseline proxies and the gateway all share these ${ncpu} CPUs; only one target is loaded at a time. ` +
@@ -1509,7 +1509,6 @@ async function main(): Promise<void> {
     }
     gatewayRss = rssBytes(gateway.child.pid);
     gatewayRssPeak = rssBytes(gateway.child.pid, 'VmHWM');
-    metrics = await scrapeMetrics(gateway.origin);
 
     const tracingScenarios = results.filter((r) => TRACING_SCENARIOS.includes(r.scenario.id) && r.runs.gateway);
     if (!QUICK && process.env.BENCH_TRACING !== '0' && tracingScenarios.length > 0) {
@@ -1535,6 +1534,7 @@ async function main(): Promise<void> {
       tracingText = tracingReport(tracing, sink.spans());
       await sink.close();
     }
+    metrics = await scrapeMetrics(gateway.origin); // after the tracing rounds too, so it covers what the records do
     const logTail = tail(gateway.logFile, 5);
     await stopChild(gateway.child);
     if (bare) await stopChild(bare.child);
