@@ -219,8 +219,11 @@ function alive(child: ChildProcess): boolean {
   return child.exitCode === null && child.signalCode === null;
 }
 
+/** Children killed with SIGTERM even on exit: nginx's master must live to stop its worker (a SIGKILLed master leaves the worker running). */
+const termOnly = new WeakSet<ChildProcess>();
+
 function killAll(signal: NodeJS.Signals): void {
-  for (const child of children) if (alive(child)) child.kill(signal);
+  for (const child of children) if (alive(child)) child.kill(termOnly.has(child) ? 'SIGTERM' : signal);
 }
 
 process.on('exit', () => {
@@ -378,6 +381,7 @@ http {
   const confFile = join(dir, 'nginx.conf');
   writeFileSync(confFile, conf);
   const child = track(spawn(bin, ['-p', `${dir}/`, '-c', confFile, '-e', join(dir, 'error.log')], { stdio: 'ignore' }));
+  termOnly.add(child);
   const origin = `http://${HOST}:${port}`;
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
