@@ -611,6 +611,7 @@ function autocannonRun(t: Target, connections: number, seconds: number, amount?:
   });
 }
 
+if (process.env.BENCH_LOADGEN && !['wrk', 'autocannon'].includes(process.env.BENCH_LOADGEN)) throw new Error(`BENCH_LOADGEN must be wrk or autocannon, got "${process.env.BENCH_LOADGEN}"`);
 const WRK = process.env.BENCH_LOADGEN === 'autocannon' ? undefined : (() => {
   for (const dir of (process.env.PATH ?? '').split(':')) if (dir && existsSync(join(dir, 'wrk'))) return join(dir, 'wrk');
   return undefined;
