@@ -1,19 +1,34 @@
 /**
  * Gateway overhead benchmark (`npm run bench`, after `npm run build`).
  *
- * Starts a zero-latency upstream (bench/upstream.ts) and the built gateway (dist/src/cli.js) as
- * child processes on 127.0.0.1, then for every scenario measures, with autocannon in this
- * process:
- *   - latency at low load: 1 connection, requests back to back; p50/p99 of the full response
- *     time (for streams: until the last byte), direct to the upstream and through the gateway;
- *   - saturation throughput: many connections; 2xx responses per second, direct and through
- *     the gateway.
- * Prints a Markdown report and writes it to bench/results/latest.md.
+ * Starts, each as its own process on 127.0.0.1: a zero-latency upstream (bench/upstream.ts),
+ * the bare Node proxy baseline (bench/bare-proxy.ts), nginx with `proxy_pass` when installed,
+ * and the built gateway (dist/src/cli.js) with every feature on (a key made by `keys create`
+ * with rpm/tpm and a USD limit, records in SQLite, metrics, health and breaker). Then, for every
+ * scenario and every target (direct, bare Node, nginx, opinference), it measures:
+ *   - latency at c=1: requests back to back; p50/p99 of the full response time (streams: until
+ *     the last byte) at sub-ms precision (autocannon's per-response timings);
+ *   - saturation at c=32 (BENCH_CONNECTIONS): 2xx responses per second (wrk when installed,
+ *     else autocannon; BENCH_LOADGEN picks);
+ *   - each proxy's CPU µs per request at both: utime+stime of its process tree (/proc) over the
+ *     run, divided by the 2xx count.
+ * Then the ratios against their targets (opinference / bare Node, added over direct, 16 KB /
+ * short prompt, translated / OpenAI) and a memory section (RSS after 200k requests; 5,000
+ * concurrent slow streams with /health p99 meanwhile). Prints a Markdown report and writes it to
+ * bench/results/latest.md.
+ *
+ * Modes (arguments after `npm run bench --`):
+ *   --quick   CI guard: chat and chat-stream at c=32, bare Node and opinference only, 2 s runs;
+ *             prints the ratios, writes no file, exits 1 only if opinference's CPU per request
+ *             at c=32 is worse than 3× bare Node's (a gross regression; CI machines are noisy).
+ *   --memory  only the memory section (written to bench/results/memory.md).
  *
  * Settings can be overridden by environment variables (seconds / counts):
- *   BENCH_LATENCY_S (5), BENCH_SATURATION_S (8), BENCH_WARMUP_S (1), BENCH_CONNECTIONS (64),
- *   BENCH_ONLY (comma-separated scenario ids), BENCH_TRACING (0 skips the tracing comparison),
- *   BENCH_TRACING_ROUNDS (3).
+ *   BENCH_LATENCY_S (5), BENCH_SATURATION_S (8), BENCH_WARMUP_S (1), BENCH_CONNECTIONS (32),
+ *   BENCH_ONLY (comma-separated scenario ids), BENCH_TARGETS (comma-separated of direct, bare,
+ *   nginx, gateway), BENCH_LOADGEN (wrk | autocannon), BENCH_MEMORY (0 skips the memory section),
+ *   BENCH_MEMORY_REQUESTS (200000), BENCH_SLOW_STREAMS (5000), BENCH_SLOW_CHUNKS (3000), BENCH_SLOW_HOLD_S (10),
+ *   BENCH_TRACING (0 skips the tracing comparison), BENCH_TRACING_ROUNDS (3).
  *
  * Tracing on vs off: after the scenarios, a second gateway with OTEL_EXPORTER_OTLP_ENDPOINT set
  * (exporting to an OTLP/HTTP sink in this process) serves the `chat` and `chat-stream` scenarios
@@ -27,13 +42,14 @@
  * "--cpu-prof --cpu-prof-dir=/tmp/prof").
  *
  * To add a scenario, append to SCENARIOS: it names the upstream behaviours behind the model
- * (in routing order) and the one the direct baseline calls. Behaviours are the path prefixes
- * bench/upstream.ts serves (`ok`, `fail`).
+ * (in routing order) and the one the baselines call. Behaviours are the path prefixes
+ * bench/upstream.ts serves (`ok`, `fail`, `slow`).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import type { EventEmitter } from 'node:events';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { createRequire } from 'node:module';
 import { createServer, type AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -56,8 +72,14 @@ interface Scenario {
   stream: boolean;
   /** Upstream behaviours behind the model's endpoints, in routing order (one provider each). */
   endpoints: Behaviour[];
-  /** Behaviour the direct baseline calls; default: the last endpoint (the one expected to serve). */
+  /** Behaviour the direct and proxy baselines call; default: the last endpoint (the one expected to serve). */
   direct?: Behaviour;
+  /**
+   * Provider kind of the endpoints: `openai` (default) or `anthropic`. For `anthropic` the client
+   * still sends OpenAI chat to the gateway, which translates to Messages and back; the baselines
+   * send a native Messages request (`POST /<behaviour>/v1/messages`) to the same upstream.
+   */
+  kind?: 'openai' | 'anthropic';
   /** The user message; default "hi". */
   prompt?: string;
   /** Extra request fields (merged into the body after model/messages/stream). */
@@ -75,18 +97,44 @@ function prose(chars: number): string {
   return out.slice(0, chars);
 }
 
+const WEATHER_TOOL = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'Current weather of a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['c', 'f'] } }, required: ['city'] },
+  },
+};
+const TOOL_BODY = { tools: [WEATHER_TOOL], tool_choice: 'auto' };
+const FAILOVER_BODY = { provider: { order: ['up-fail', 'up-ok'] } };
+
 const SCENARIOS: Scenario[] = [
   { id: 'chat', name: 'chat, non-streaming', stream: false, endpoints: ['ok'] },
-  { id: 'chat-stream', name: 'chat, streaming', stream: true, endpoints: ['ok'] },
+  { id: 'chat-stream', name: 'chat, streaming (20 chunks)', stream: true, endpoints: ['ok'] },
   { id: 'chat-long', name: 'chat, non-streaming, 16 KB prompt', stream: false, endpoints: ['ok'], prompt: prose(16_000) },
+  { id: 'tool', name: 'chat, tool call, non-streaming', stream: false, endpoints: ['ok'], prompt: 'Weather in Paris?', extraBody: TOOL_BODY },
+  { id: 'tool-stream', name: 'chat, tool call, streaming', stream: true, endpoints: ['ok'], prompt: 'Weather in Paris?', extraBody: TOOL_BODY },
+  { id: 'anthropic', name: 'chat → Anthropic Messages upstream, non-streaming', stream: false, endpoints: ['ok'], kind: 'anthropic' },
+  { id: 'anthropic-stream', name: 'chat → Anthropic Messages upstream, streaming (20 deltas)', stream: true, endpoints: ['ok'], kind: 'anthropic' },
   // One failover: the first endpoint (by provider.order) answers 503 at once, the second serves.
-  // The direct baseline calls `ok`, so "added" is the gateway plus one failed attempt.
-  { id: 'failover', name: 'chat, non-streaming, first endpoint fails at once, second serves', stream: false, endpoints: ['fail', 'ok'], extraBody: { provider: { order: ['up-fail', 'up-ok'] } } },
-  { id: 'failover-stream', name: 'chat, streaming, first endpoint fails at once, second serves', stream: true, endpoints: ['fail', 'ok'], extraBody: { provider: { order: ['up-fail', 'up-ok'] } } },
+  // The baselines call `ok`, so "added" is the gateway plus one failed attempt.
+  { id: 'failover', name: 'chat, non-streaming, first endpoint fails at once, second serves', stream: false, endpoints: ['fail', 'ok'], extraBody: FAILOVER_BODY },
+  { id: 'failover-stream', name: 'chat, streaming, first endpoint fails at once, second serves', stream: true, endpoints: ['fail', 'ok'], extraBody: FAILOVER_BODY },
 ];
+
+/** The memory section's slow streams: one chunk per 100 ms from the `slow` upstream. */
+const SLOW_SCENARIO: Scenario = { id: 'slow', name: 'slow stream', stream: true, endpoints: ['slow'] };
+
+/** Scenarios of `--quick`. */
+const QUICK_SCENARIOS = ['chat', 'chat-stream'];
 
 // ---------------------------------------------------------------------------------------------
 // Settings
+
+const ARGS = new Set(process.argv.slice(2));
+const QUICK = ARGS.has('--quick');
+const MEMORY_ONLY = ARGS.has('--memory');
+for (const a of ARGS) if (a !== '--quick' && a !== '--memory') throw new Error(`bench: unknown argument ${a} (known: --quick, --memory)`);
 
 function envNumber(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -97,19 +145,33 @@ function envNumber(name: string, fallback: number): number {
 }
 
 const SETTINGS = {
-  latencySeconds: envNumber('BENCH_LATENCY_S', 5),
-  saturationSeconds: envNumber('BENCH_SATURATION_S', 8),
+  latencySeconds: envNumber('BENCH_LATENCY_S', QUICK ? 2 : 5),
+  saturationSeconds: envNumber('BENCH_SATURATION_S', QUICK ? 2 : 8),
   warmupSeconds: envNumber('BENCH_WARMUP_S', 1),
-  connections: Math.round(envNumber('BENCH_CONNECTIONS', 64)),
+  connections: Math.round(envNumber('BENCH_CONNECTIONS', 32)),
+  memoryRequests: Math.round(envNumber('BENCH_MEMORY_REQUESTS', 200_000)),
+  slowStreams: Math.round(envNumber('BENCH_SLOW_STREAMS', 5000)),
+  slowChunks: Math.round(envNumber('BENCH_SLOW_CHUNKS', 3000)),
+  slowHoldSeconds: envNumber('BENCH_SLOW_HOLD_S', 10),
 };
+
+/** `--quick` fails when opinference's CPU per request at saturation exceeds this many times bare Node's (BENCH_QUICK_MAX_RATIO). */
+const QUICK_MAX_RATIO = envNumber('BENCH_QUICK_MAX_RATIO', 3);
+/** `--quick` measures each target this many times, alternating, and keeps the median (BENCH_QUICK_ROUNDS). */
+const QUICK_ROUNDS = Math.round(envNumber('BENCH_QUICK_ROUNDS', 3));
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const CLI = process.env.BENCH_CLI ? resolve(process.env.BENCH_CLI) : join(ROOT, 'dist', 'src', 'cli.js');
 const GATEWAY_NODE_ARGS = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
 const UPSTREAM_SCRIPT = join(ROOT, 'bench', 'upstream.ts');
+const BARE_PROXY_SCRIPT = join(ROOT, 'bench', 'bare-proxy.ts');
 const RESULTS_DIR = join(ROOT, 'bench', 'results');
 const ADMIN_KEY = 'bench-admin-key';
 const HOST = '127.0.0.1';
+
+type TargetKind = 'direct' | 'bare' | 'nginx' | 'gateway';
+const TARGET_KINDS: TargetKind[] = ['direct', 'bare', 'nginx', 'gateway'];
+const TARGET_LABEL: Record<TargetKind, string> = { direct: 'direct', bare: 'bare Node', nginx: 'nginx', gateway: 'opinference' };
 
 // ---------------------------------------------------------------------------------------------
 // autocannon (CommonJS, untyped): the subset used here.
@@ -120,7 +182,8 @@ interface AutocannonOptions {
   headers: Record<string, string>;
   body: string;
   connections: number;
-  duration: number;
+  duration?: number;
+  amount?: number;
   pipelining?: number;
   timeout?: number;
   verifyBody?: (body: string) => boolean;
@@ -156,8 +219,11 @@ function alive(child: ChildProcess): boolean {
   return child.exitCode === null && child.signalCode === null;
 }
 
+/** Children killed with SIGTERM even on exit: nginx's master must live to stop its worker (a SIGKILLed master leaves the worker running). */
+const termOnly = new WeakSet<ChildProcess>();
+
 function killAll(signal: NodeJS.Signals): void {
-  for (const child of children) if (alive(child)) child.kill(signal);
+  for (const child of children) if (alive(child)) child.kill(termOnly.has(child) ? 'SIGTERM' : signal);
 }
 
 process.on('exit', () => {
@@ -204,31 +270,130 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-interface Upstream {
-  child: ChildProcess;
-  port: number;
-  url(behaviour: Behaviour): string;
-}
-
-/** Start bench/upstream.ts and read its port from the first stdout line. */
-async function startUpstream(): Promise<Upstream> {
-  const child = track(spawn(process.execPath, ['--import', 'tsx', UPSTREAM_SCRIPT], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] }));
+/** Start one of the bench's TypeScript servers (`upstream.ts`, `bare-proxy.ts`) and read its port from the first stdout line. */
+async function startScript(script: string, args: string[] = []): Promise<{ child: ChildProcess; port: number }> {
+  const name = relative(ROOT, script);
+  const child = track(spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] }));
   const lines = createInterface({ input: child.stdout! });
   const port = await new Promise<number>((resolvePort, reject) => {
-    const timer = setTimeout(() => reject(new Error('upstream did not start within 15 s')), 15_000);
-    child.once('exit', (code, signal) => reject(new Error(`upstream exited early (${code ?? signal})`)));
+    const timer = setTimeout(() => reject(new Error(`${name} did not start within 15 s`)), 15_000);
+    child.once('exit', (code, signal) => reject(new Error(`${name} exited early (${code ?? signal})`)));
     lines.once('line', (line) => {
       clearTimeout(timer);
       try {
         resolvePort((JSON.parse(line) as { port: number }).port);
       } catch {
-        reject(new Error(`unexpected upstream output: ${line}`));
+        reject(new Error(`unexpected ${name} output: ${line}`));
       }
     });
   });
   lines.close();
   child.stdout!.resume();
+  return { child, port };
+}
+
+interface Upstream {
+  child: ChildProcess;
+  port: number;
+  /** Base URL of one behaviour: `http://127.0.0.1:PORT/<behaviour>/v1`. */
+  url(behaviour: Behaviour): string;
+}
+
+async function startUpstream(): Promise<Upstream> {
+  const { child, port } = await startScript(UPSTREAM_SCRIPT);
   return { child, port, url: (b) => `http://${HOST}:${port}/${b}/v1` };
+}
+
+/** A baseline proxy in front of the upstream: forwards `/<behaviour>/v1/...` untouched. */
+interface Proxy {
+  child: ChildProcess;
+  origin: string;
+}
+
+async function startBareProxy(upstream: Upstream): Promise<Proxy> {
+  const { child, port } = await startScript(BARE_PROXY_SCRIPT, [`http://${HOST}:${upstream.port}`]);
+  return { child, origin: `http://${HOST}:${port}` };
+}
+
+/** nginx's executable, if installed (PATH, then the usual sbin folders). */
+function findNginx(): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(':')) if (dir && existsSync(join(dir, 'nginx'))) return join(dir, 'nginx');
+  return ['/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/local/nginx/sbin/nginx'].find((p) => existsSync(p));
+}
+
+/** Soft and hard limits on open files of this process (Linux /proc; undefined elsewhere). */
+function openFilesLimit(): { soft: number; hard: number } | undefined {
+  try {
+    const m = /^Max open files\s+(\S+)\s+(\S+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    if (!m) return undefined;
+    const n = (v: string) => (v === 'unlimited' ? Number.POSITIVE_INFINITY : Number(v));
+    return { soft: n(m[1]!), hard: n(m[2]!) };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * nginx as a reverse proxy with keep-alive to the upstream: a private config in `dir` (one
+ * worker, no daemon, no access log, pid and temp paths in `dir`), killed by the bench.
+ * @see https://nginx.org/en/docs/http/ngx_http_upstream_module.html#keepalive
+ */
+async function startNginx(bin: string, dir: string, upstream: Upstream): Promise<Proxy> {
+  mkdirSync(dir, { recursive: true });
+  const port = await freePort();
+  const nofile = Math.min(65_536, openFilesLimit()?.hard ?? 65_536);
+  const conf = `daemon off;
+master_process on;
+worker_processes 1;
+worker_rlimit_nofile ${nofile};
+pid ${join(dir, 'nginx.pid')};
+error_log ${join(dir, 'error.log')} warn;
+events { worker_connections ${Math.max(1024, nofile - 64)}; }
+http {
+  access_log off;
+  client_body_temp_path ${join(dir, 'client_body')};
+  proxy_temp_path ${join(dir, 'proxy')};
+  fastcgi_temp_path ${join(dir, 'fastcgi')};
+  uwsgi_temp_path ${join(dir, 'uwsgi')};
+  scgi_temp_path ${join(dir, 'scgi')};
+  client_max_body_size 16m;
+  client_body_buffer_size 64k;
+  keepalive_requests 1000000;
+  keepalive_timeout 60s;
+  upstream bench_upstream {
+    server ${HOST}:${upstream.port};
+    keepalive 256;
+    keepalive_requests 1000000;
+    keepalive_timeout 60s;
+  }
+  server {
+    listen ${HOST}:${port} backlog=4096;
+    location / {
+      proxy_pass http://bench_upstream;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+      proxy_request_buffering off;
+    }
+  }
+}
+`;
+  const confFile = join(dir, 'nginx.conf');
+  writeFileSync(confFile, conf);
+  const child = track(spawn(bin, ['-p', `${dir}/`, '-c', confFile, '-e', join(dir, 'error.log')], { stdio: 'ignore' }));
+  termOnly.add(child);
+  const origin = `http://${HOST}:${port}`;
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    if (!alive(child)) throw new Error(`nginx exited during start-up; its log:\n${tail(join(dir, 'error.log'))}`);
+    try {
+      await (await fetch(`${origin}/`)).text(); // any answer (the upstream's 404) means it listens
+      return { child, origin };
+    } catch {
+      await sleep(50);
+    }
+  }
+  throw new Error(`nginx not answering within 10 s; its log:\n${tail(join(dir, 'error.log'))}`);
 }
 
 interface GatewayProcess {
@@ -236,6 +401,8 @@ interface GatewayProcess {
   origin: string;
   logFile: string;
   dbFile: string;
+  /** Secret of the key the load uses (made by `keys create`, with limits). */
+  key: string;
 }
 
 function tail(file: string, lines = 30): string {
@@ -246,49 +413,65 @@ function tail(file: string, lines = 30): string {
   }
 }
 
-function providerId(b: Behaviour): string {
-  return `up-${b}`;
+function kindOf(s: Scenario): 'openai' | 'anthropic' {
+  return s.kind ?? 'openai';
+}
+
+function providerId(kind: 'openai' | 'anthropic', b: Behaviour): string {
+  return kind === 'anthropic' ? `anth-${b}` : `up-${b}`;
 }
 
 function gatewayConfig(upstream: Upstream, scenarios: Scenario[]): unknown {
-  const behaviours = [...new Set(scenarios.flatMap((s) => s.endpoints))];
+  const providers = new Map<string, unknown>();
+  for (const s of scenarios) {
+    for (const b of s.endpoints) {
+      const id = providerId(kindOf(s), b);
+      // The slow streams hold thousands of upstream connections at once.
+      providers.set(id, { id, kind: kindOf(s), base_url: upstream.url(b), ...(b === 'slow' ? { max_connections: 100_000 } : {}) });
+    }
+  }
   return {
-    // The failover scenarios must fail over on every request: keep the breaker from opening.
+    // The failover scenarios must fail over on every request: the breaker counts failures but
+    // never opens. Health samples, ordering and the breaker's bookkeeping still run.
     routing: { circuit_breaker: { failure_threshold: 1_000_000_000 }, recent_failure_ms: 0 },
-    providers: behaviours.map((b) => ({ id: providerId(b), kind: 'openai', base_url: upstream.url(b) })),
+    providers: [...providers.values()],
     models: scenarios.map((s) => ({
       id: `bench/${s.id}`,
       context_length: 8192,
-      endpoints: s.endpoints.map((b) => ({ provider: providerId(b), upstream_model: 'm', pricing: { prompt: 1, completion: 2 } })),
+      endpoints: s.endpoints.map((b) => ({ provider: providerId(kindOf(s), b), upstream_model: 'm', pricing: { prompt: 1, completion: 2 }, supported_parameters: SUPPORTED_PARAMETERS })),
     })),
   };
 }
 
-/** Start the built gateway on a free port with a temp config and SQLite file; wait for /health. */
+/** What every bench endpoint accepts (the tool scenarios need `tools`; the slow streams `max_tokens`). */
+const SUPPORTED_PARAMETERS = ['temperature', 'top_p', 'max_tokens', 'max_completion_tokens', 'stop', 'seed', 'tools', 'tool_choice', 'parallel_tool_calls'];
+
+/** Key limits: real limits, high enough never to refuse a benchmark request. */
+const KEY_FLAGS = ['--limit', '1000000', '--limit-reset', 'monthly', '--rpm', '1000000000', '--tpm', '1000000000000'];
+
+/** Start the built gateway on a free port with a temp config and SQLite file and a key made by `keys create`; wait for /health. */
 async function startGateway(dir: string, upstream: Upstream, scenarios: Scenario[], serveArgs: string[] = [], extraEnv: Record<string, string> = {}): Promise<GatewayProcess> {
   const configFile = join(dir, 'opinference.yaml');
   writeFileSync(configFile, toYaml(gatewayConfig(upstream, scenarios)));
   const dbFile = join(dir, 'bench.db');
   const logFile = join(dir, 'gateway.log');
   const port = await freePort();
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    OP_CONFIG: configFile,
+    OP_PORT: String(port),
+    OP_HOST: HOST,
+    OP_DATABASE_URL: `sqlite:${dbFile}`,
+    OP_ADMIN_KEY: ADMIN_KEY,
+    OP_LOG_LEVEL: 'warn',
+    NODE_ENV: 'production',
+    ...extraEnv,
+  };
+  const made = spawnSync(process.execPath, [CLI, 'keys', 'create', '--name', 'bench', ...KEY_FLAGS], { cwd: dir, env, encoding: 'utf8' });
+  const key = made.stdout?.trim() ?? '';
+  if (made.status !== 0 || !key) throw new Error(`opinference keys create failed (${made.status ?? made.signal}): ${made.stderr}`);
   const logFd = openSync(logFile, 'a');
-  const child = track(
-    spawn(process.execPath, [...GATEWAY_NODE_ARGS, CLI, 'serve', ...serveArgs], {
-      cwd: dir,
-      stdio: ['ignore', logFd, logFd],
-      env: {
-        ...process.env,
-        OP_CONFIG: configFile,
-        OP_PORT: String(port),
-        OP_HOST: HOST,
-        OP_DATABASE_URL: `sqlite:${dbFile}`,
-        OP_ADMIN_KEY: ADMIN_KEY,
-        OP_LOG_LEVEL: 'warn',
-        NODE_ENV: 'production',
-        ...extraEnv,
-      },
-    }),
-  );
+  const child = track(spawn(process.execPath, [...GATEWAY_NODE_ARGS, CLI, 'serve', ...serveArgs], { cwd: dir, stdio: ['ignore', logFd, logFd], env }));
   closeSync(logFd);
   const origin = `http://${HOST}:${port}`;
   const deadline = Date.now() + 20_000;
@@ -296,7 +479,7 @@ async function startGateway(dir: string, upstream: Upstream, scenarios: Scenario
     if (!alive(child)) throw new Error(`gateway exited during start-up; its log:\n${tail(logFile)}`);
     try {
       const res = await fetch(`${origin}/health`);
-      if (res.ok) return { child, origin, logFile, dbFile };
+      if (res.ok) return { child, origin, logFile, dbFile, key };
     } catch {
       // not listening yet
     }
@@ -306,33 +489,62 @@ async function startGateway(dir: string, upstream: Upstream, scenarios: Scenario
 }
 
 // ---------------------------------------------------------------------------------------------
-// Measuring
+// Requests and targets
 
 interface Target {
-  kind: 'direct' | 'gateway';
+  kind: TargetKind;
   url: string;
   headers: Record<string, string>;
   body: string;
   verify: (body: string) => boolean;
+  /** Root of the proxy's process tree (its CPU is this target's cost); none for direct. */
+  proxyPid: number | undefined;
 }
 
 function requestBody(s: Scenario): Record<string, unknown> {
   return { model: `bench/${s.id}`, messages: [{ role: 'user', content: s.prompt ?? 'hi' }], stream: s.stream, ...s.extraBody };
 }
 
-function verifier(s: Scenario): (body: string) => boolean {
-  return s.stream ? (b) => b.includes('"usage"') && b.trimEnd().endsWith('data: [DONE]') : (b) => b.includes('"chat.completion"') && b.includes('"usage"');
+function chatVerifier(s: Scenario): (body: string) => boolean {
+  const tools = s.extraBody?.tools !== undefined;
+  if (s.stream) return (b) => b.includes('"usage"') && b.trimEnd().endsWith('data: [DONE]') && (!tools || b.includes('"tool_calls"'));
+  return (b) => b.includes('"chat.completion"') && b.includes('"usage"') && (!tools || b.includes('"tool_calls"'));
 }
 
-function targets(s: Scenario, upstream: Upstream, gateway: GatewayProcess): Target[] {
-  const body = JSON.stringify(requestBody(s));
-  const verify = verifier(s);
-  const json = { 'content-type': 'application/json' };
+function messagesVerifier(s: Scenario): (body: string) => boolean {
+  if (s.stream) return (b) => b.includes('event: message_delta') && b.trimEnd().endsWith('data: {"type":"message_stop"}');
+  return (b) => b.includes('"type":"message"') && b.includes('"usage"');
+}
+
+/** The request the baselines send straight to the upstream's native API (path under an origin, body, check). */
+function nativeRequest(s: Scenario): { path: string; body: string; verify: (body: string) => boolean } {
   const direct = s.direct ?? s.endpoints[s.endpoints.length - 1]!;
-  return [
-    { kind: 'direct', url: `${upstream.url(direct)}/chat/completions`, headers: json, body, verify },
-    { kind: 'gateway', url: `${gateway.origin}/v1/chat/completions`, headers: { ...json, authorization: `Bearer ${ADMIN_KEY}` }, body, verify },
-  ];
+  if (kindOf(s) === 'anthropic') {
+    const body = { model: 'm', max_tokens: 1024, messages: [{ role: 'user', content: s.prompt ?? 'hi' }], stream: s.stream };
+    return { path: `/${direct}/v1/messages`, body: JSON.stringify(body), verify: messagesVerifier(s) };
+  }
+  return { path: `/${direct}/v1/chat/completions`, body: JSON.stringify(requestBody(s)), verify: chatVerifier(s) };
+}
+
+interface Stack {
+  upstream: Upstream;
+  bare: Proxy | undefined;
+  nginx: Proxy | undefined;
+  gateway: GatewayProcess;
+}
+
+function makeTarget(kind: TargetKind, s: Scenario, stack: Stack): Target | undefined {
+  const json = { 'content-type': 'application/json' };
+  if (kind === 'gateway') {
+    const gw = stack.gateway;
+    return { kind, url: `${gw.origin}/v1/chat/completions`, headers: { ...json, authorization: `Bearer ${gw.key}` }, body: JSON.stringify(requestBody(s)), verify: chatVerifier(s), proxyPid: gw.child.pid };
+  }
+  const native = nativeRequest(s);
+  const headers = kindOf(s) === 'anthropic' ? { ...json, 'anthropic-version': '2023-06-01' } : json;
+  if (kind === 'direct') return { kind, url: `http://${HOST}:${stack.upstream.port}${native.path}`, headers, body: native.body, verify: native.verify, proxyPid: undefined };
+  const proxy = kind === 'bare' ? stack.bare : stack.nginx;
+  if (!proxy) return undefined;
+  return { kind, url: `${proxy.origin}${native.path}`, headers, body: native.body, verify: native.verify, proxyPid: proxy.child.pid };
 }
 
 /** One request with fetch; throws with the body when the answer is wrong. */
@@ -344,31 +556,118 @@ async function sanityCheck(s: Scenario, t: Target): Promise<void> {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Load generators
+
+/** One measured run, whichever load generator made it. */
 interface Run {
-  result: AutocannonResult;
-  /** 2xx response times in ms, full precision (autocannon's histogram keeps whole ms only). */
-  latencies: number[];
+  /** `autocannon` or `wrk`. */
+  loadgen: string;
+  /** 2xx responses (with a checked body, for autocannon). */
+  ok: number;
+  /** Responses or attempts that failed: not 2xx, socket errors, timeouts, wrong bodies (autocannon only). */
+  bad: number;
+  /** Measured duration, in s. */
+  seconds: number;
   /** 2xx responses per second. */
   rps: number;
-  cpu?: CpuShare;
+  /** 2xx response times in ms at full precision (autocannon; its histogram keeps whole ms only). */
+  latencies?: number[];
+  /** p50/p99 in ms from the load generator's own histogram (wrk: µs precision). */
+  p50: number;
+  p99: number;
+  mean: number;
+  cpu?: CpuSample;
 }
 
-function autocannonRun(t: Target, connections: number, seconds: number): Promise<Run> {
+function autocannonRun(t: Target, connections: number, seconds: number, amount?: number, onResponse?: (n: number) => void): Promise<Run> {
   return new Promise((resolveRun, reject) => {
     const latencies: number[] = [];
+    let responses = 0;
     const instance = autocannon(
-      { url: t.url, method: 'POST', headers: t.headers, body: t.body, connections, duration: seconds, pipelining: 1, timeout: 10, verifyBody: t.verify },
+      { url: t.url, method: 'POST', headers: t.headers, body: t.body, connections, ...(amount ? { amount } : { duration: seconds }), pipelining: 1, timeout: 10, verifyBody: t.verify },
       (err, result) => {
         activeRun = undefined;
-        if (err) reject(err);
-        else resolveRun({ result, latencies, rps: result['2xx'] / result.duration });
+        if (err) return reject(err);
+        const ok = result['2xx'] - result.mismatches;
+        resolveRun({
+          loadgen: 'autocannon',
+          ok,
+          bad: result.non2xx + result.errors + result.timeouts + result.mismatches,
+          seconds: result.duration,
+          rps: ok / result.duration,
+          latencies,
+          p50: result.latency.p50,
+          p99: result.latency.p99,
+          mean: result.latency.mean,
+        });
       },
     );
     activeRun = instance;
     instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
       if (status >= 200 && status < 300) latencies.push(ms);
+      onResponse?.(++responses);
     });
   });
+}
+
+if (process.env.BENCH_LOADGEN && !['wrk', 'autocannon'].includes(process.env.BENCH_LOADGEN)) throw new Error(`BENCH_LOADGEN must be wrk or autocannon, got "${process.env.BENCH_LOADGEN}"`);
+const WRK = process.env.BENCH_LOADGEN === 'autocannon' ? undefined : (() => {
+  for (const dir of (process.env.PATH ?? '').split(':')) if (dir && existsSync(join(dir, 'wrk'))) return join(dir, 'wrk');
+  return undefined;
+})();
+if (process.env.BENCH_LOADGEN === 'wrk' && !WRK) throw new Error('BENCH_LOADGEN=wrk but no wrk on PATH (Debian: apt-get install wrk)');
+
+/** Lua string literal. */
+function luaString(s: string): string {
+  return `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`;
+}
+
+let wrkScripts = 0;
+
+/**
+ * A wrk run (one thread, `connections` keep-alive connections): POST body and headers from a Lua
+ * script; the counts and µs percentiles come back from its `done` hook. wrk counts non-2xx/3xx
+ * answers as status errors; it does not check bodies (the sanity check and the c=1 autocannon
+ * run do).
+ * @see https://github.com/wg/wrk/blob/master/SCRIPTING
+ */
+async function wrkRun(t: Target, connections: number, seconds: number): Promise<Run> {
+  const dir = join(tempDir!, 'wrk');
+  mkdirSync(dir, { recursive: true });
+  const n = ++wrkScripts;
+  const bodyFile = join(dir, `body${n}.json`);
+  writeFileSync(bodyFile, t.body);
+  const script = [
+    `local f = assert(io.open(${luaString(bodyFile)}, "rb"))`,
+    'wrk.method = "POST"',
+    'wrk.body = f:read("*a")',
+    'f:close()',
+    ...Object.entries(t.headers).map(([k, v]) => `wrk.headers[${luaString(k)}] = ${luaString(v)}`),
+    'function done(summary, latency, requests)',
+    '  local e = summary.errors',
+    '  io.write(string.format("BENCH-WRK %d %d %d %d %d %d %d %d %d %.3f\\n", summary.requests, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,',
+    '    latency:percentile(50), latency:percentile(99), latency.mean))',
+    'end',
+  ].join('\n');
+  const scriptFile = join(dir, `script${n}.lua`);
+  writeFileSync(scriptFile, script);
+  const child = track(spawn(WRK!, ['-t1', `-c${connections}`, `-d${Math.max(1, Math.round(seconds))}s`, '--timeout', '10s', '-s', scriptFile, t.url], { stdio: ['ignore', 'pipe', 'pipe'] }));
+  let out = '';
+  child.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
+  child.stderr!.setEncoding('utf8').on('data', (c: string) => (out += c));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  const line = out.split('\n').find((l) => l.startsWith('BENCH-WRK '));
+  if (code !== 0 || !line) throw new Error(`wrk failed (${code}): ${out.slice(-1000)}`);
+  const [requests, durationUs, connect, read, write, status, timeout, p50, p99, mean] = line.split(' ').slice(1).map(Number) as number[];
+  const s = durationUs! / 1e6;
+  const ok = requests! - status!;
+  return { loadgen: 'wrk', ok, bad: status! + connect! + read! + write! + timeout!, seconds: s, rps: ok / s, p50: p50! / 1000, p99: p99! / 1000, mean: mean! / 1000 };
+}
+
+/** The saturation run: wrk when installed (and not BENCH_LOADGEN=autocannon), else autocannon. */
+function saturationRun(t: Target, connections: number, seconds: number): Promise<Run> {
+  return WRK ? wrkRun(t, connections, seconds) : autocannonRun(t, connections, seconds);
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -377,25 +676,65 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1]!;
 }
 
-/** CPU seconds used so far by a process (Linux /proc; undefined elsewhere). */
-function cpuSeconds(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
+// ---------------------------------------------------------------------------------------------
+// CPU and memory from /proc (Linux; undefined elsewhere)
+
+const CLOCK_TICK = 100; // USER_HZ on Linux
+
+function statFields(pid: number | 'self'): string[] | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // fields[11] = utime, fields[12] = stime (clock ticks; USER_HZ is 100 on Linux).
-    return (Number(fields[11]) + Number(fields[12])) / 100;
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
     return undefined;
   }
 }
 
-/** Peak resident memory of a process in MiB (Linux /proc). */
-function peakRssMiB(pid: number | undefined): number | undefined {
+/** CPU seconds used so far by one process (utime+stime); with `reaped`, plus its waited-for children's (cutime+cstime). */
+function cpuSeconds(pid: number | 'self', reaped = false): number | undefined {
+  const f = statFields(pid);
+  if (!f) return undefined;
+  // After "pid (comm) ": [0] state, [1] ppid, ... [11] utime, [12] stime, [13] cutime, [14] cstime.
+  const own = Number(f[11]) + Number(f[12]);
+  return (reaped ? own + Number(f[13]) + Number(f[14]) : own) / CLOCK_TICK;
+}
+
+/** A process and all its descendants (nginx's workers, `serve --workers`' workers). */
+function processTree(root: number | undefined): number[] {
+  if (root === undefined) return [];
+  const parent = new Map<number, number>();
+  try {
+    for (const name of readdirSync('/proc')) {
+      const pid = Number(name);
+      if (!Number.isInteger(pid)) continue;
+      const f = statFields(pid);
+      if (f) parent.set(pid, Number(f[1]));
+    }
+  } catch {
+    return [root];
+  }
+  const tree = [root];
+  for (let i = 0; i < tree.length; i++) for (const [pid, ppid] of parent) if (ppid === tree[i]) tree.push(pid);
+  return tree;
+}
+
+function treeCpu(tree: number[]): number | undefined {
+  if (tree.length === 0) return undefined;
+  let sum = 0;
+  for (const pid of tree) {
+    const s = cpuSeconds(pid);
+    if (s === undefined) return undefined;
+    sum += s;
+  }
+  return sum;
+}
+
+/** Current (`VmRSS`) or peak (`VmHWM`) resident memory of a process, in bytes. */
+function rssBytes(pid: number | undefined, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number | undefined {
   if (pid === undefined) return undefined;
   try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) / 1024 : undefined;
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : undefined;
   } catch {
     return undefined;
   }
@@ -420,30 +759,46 @@ function busyCpus(a: ReturnType<typeof systemTicks>, b: ReturnType<typeof system
   return ((b.busy - a.busy) / (b.total - a.total)) * os.cpus().length;
 }
 
-/** CPU used during a run, in CPUs (1.0 = one full CPU): per process and by everything else. */
-interface CpuShare {
-  loadgen: number;
+/** CPU seconds used during one run: per role, and by everything else on the machine. */
+interface CpuSample {
+  wall: number;
+  /** The bench process (autocannon) plus any load generator child it waited for (wrk). */
+  loadgen: number | undefined;
   upstream: number | undefined;
-  gateway: number | undefined;
-  /** Processes other than these three (other work on the machine, and the kernel outside them). */
-  other: number | undefined;
+  /** The target's proxy process tree; undefined for direct. */
+  proxy: number | undefined;
+  /** Processes other than these (other work on the machine, idle proxies, kernel work not charged to them), in CPUs. */
+  otherCpus: number | undefined;
 }
 
-async function measureCpu<T>(pids: { upstream?: number; gateway?: number }, fn: () => Promise<T>): Promise<{ value: T; cpu: CpuShare }> {
+/** Processes the bench started, for the CPU accounting of a run. */
+interface Watched {
+  upstream: number | undefined;
+  /** Every proxy and gateway (idle ones are not "other work"). */
+  all: (number | undefined)[];
+}
+
+async function measureCpu<T>(watched: Watched, proxyPid: number | undefined, fn: () => Promise<T>): Promise<{ value: T; cpu: CpuSample }> {
+  const proxyTree = processTree(proxyPid);
+  const allTree = [...new Set([...watched.all.flatMap((p) => processTree(p)), ...processTree(watched.upstream)])];
   const t0 = performance.now();
   const sys0 = systemTicks();
-  const self0 = process.cpuUsage();
-  const up0 = cpuSeconds(pids.upstream);
-  const gw0 = cpuSeconds(pids.gateway);
+  const self0 = cpuSeconds('self', true);
+  const up0 = cpuSeconds(watched.upstream ?? -1);
+  const px0 = treeCpu(proxyTree);
+  const all0 = treeCpu(allTree);
   const value = await fn();
   const wall = (performance.now() - t0) / 1000;
-  const self = process.cpuUsage(self0);
-  const up1 = cpuSeconds(pids.upstream);
-  const gw1 = cpuSeconds(pids.gateway);
+  const self1 = cpuSeconds('self', true);
+  const up1 = cpuSeconds(watched.upstream ?? -1);
+  const px1 = treeCpu(proxyTree);
+  const all1 = treeCpu(allTree);
   const sys = busyCpus(sys0, systemTicks());
-  const share = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? undefined : (b - a) / wall);
-  const cpu: CpuShare = { loadgen: (self.user + self.system) / 1e6 / wall, upstream: share(up0, up1), gateway: share(gw0, gw1), other: undefined };
-  if (sys !== undefined) cpu.other = Math.max(0, sys - cpu.loadgen - (cpu.upstream ?? 0) - (cpu.gateway ?? 0));
+  const diff = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? undefined : b - a);
+  const loadgen = diff(self0, self1);
+  const cpu: CpuSample = { wall, loadgen, upstream: diff(up0, up1), proxy: diff(px0, px1), otherCpus: undefined };
+  const known = (loadgen ?? 0) + (diff(all0, all1) ?? 0);
+  if (sys !== undefined) cpu.otherCpus = Math.max(0, sys - known / wall);
   return { value, cpu };
 }
 
@@ -454,29 +809,220 @@ async function backgroundLoad(ms = 1000): Promise<number | undefined> {
   return busyCpus(a, systemTicks());
 }
 
+// ---------------------------------------------------------------------------------------------
+// Measuring
+
 interface TargetResult {
-  latency: Run;
+  /** c=1 (absent in --quick). */
+  latency?: Run;
+  /** c=BENCH_CONNECTIONS. */
   saturation: Run;
 }
 
 interface ScenarioResult {
   scenario: Scenario;
-  direct: TargetResult;
-  gateway: TargetResult;
+  runs: Partial<Record<TargetKind, TargetResult>>;
 }
 
-async function measureTarget(s: Scenario, t: Target, pids: { upstream?: number; gateway?: number }): Promise<TargetResult> {
-  const label = `${s.id} / ${t.kind}`;
-  process.stderr.write(`bench: ${label}: warm-up, latency (1 connection, ${SETTINGS.latencySeconds} s)…\n`);
-  const ownPids = t.kind === 'gateway' ? pids : { upstream: pids.upstream };
-  await autocannonRun(t, 4, SETTINGS.warmupSeconds);
-  const low = await measureCpu(ownPids, () => autocannonRun(t, 1, SETTINGS.latencySeconds));
-  const latency = { ...low.value, cpu: low.cpu };
+async function measureTarget(s: Scenario, t: Target, watched: Watched, withLatency = true): Promise<TargetResult> {
+  const label = `${s.id} / ${TARGET_LABEL[t.kind]}`;
+  let latency: Run | undefined;
+  if (withLatency) {
+    process.stderr.write(`bench: ${label}: warm-up, latency (1 connection, ${SETTINGS.latencySeconds} s)…\n`);
+    await autocannonRun(t, 4, SETTINGS.warmupSeconds);
+    const low = await measureCpu(watched, t.proxyPid, () => autocannonRun(t, 1, SETTINGS.latencySeconds));
+    latency = { ...low.value, cpu: low.cpu };
+  }
   process.stderr.write(`bench: ${label}: saturation (${SETTINGS.connections} connections, ${SETTINGS.saturationSeconds} s)…\n`);
-  await autocannonRun(t, SETTINGS.connections, SETTINGS.warmupSeconds);
-  const high = await measureCpu(ownPids, () => autocannonRun(t, SETTINGS.connections, SETTINGS.saturationSeconds));
-  const saturation = { ...high.value, cpu: high.cpu };
-  return { latency, saturation };
+  await saturationRun(t, SETTINGS.connections, SETTINGS.warmupSeconds);
+  const high = await measureCpu(watched, t.proxyPid, () => saturationRun(t, SETTINGS.connections, SETTINGS.saturationSeconds));
+  return { latency, saturation: { ...high.value, cpu: high.cpu } };
+}
+
+/** Proxy CPU µs per 2xx response of a run (NaN for direct or when /proc is unavailable). */
+function cpuUs(run: Run | undefined): number {
+  if (!run?.cpu || run.cpu.proxy === undefined || run.ok <= 0) return Number.NaN;
+  return (run.cpu.proxy * 1e6) / run.ok;
+}
+
+function latencyPair(run: Run | undefined): { p50: number; p99: number } {
+  if (!run) return { p50: Number.NaN, p99: Number.NaN };
+  if (!run.latencies) return { p50: run.p50, p99: run.p99 };
+  const sorted = [...run.latencies].sort((a, b) => a - b);
+  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory: RSS after many requests; many slow streams with /health latency meanwhile
+
+interface RssAfterRequests {
+  requests: number;
+  ok: number;
+  bad: number;
+  seconds: number;
+  /** VmRSS in bytes after each tenth of the requests. */
+  series: { after: number; rss: number | undefined }[];
+  final: number | undefined;
+  peak: number | undefined;
+}
+
+async function rssAfterRequests(stack: Stack, requests: number): Promise<RssAfterRequests> {
+  const t = makeTarget('gateway', SCENARIOS[0]!, stack)!;
+  const pid = stack.gateway.child.pid;
+  const series: RssAfterRequests['series'] = [];
+  const step = Math.max(1, Math.floor(requests / 10));
+  process.stderr.write(`bench: memory: ${requests.toLocaleString('en-US')} non-streaming requests through a fresh gateway (${SETTINGS.connections} connections)…\n`);
+  const run = await autocannonRun(t, SETTINGS.connections, 0, requests, (n) => {
+    if (n % step === 0) series.push({ after: n, rss: rssBytes(pid) });
+  });
+  return { requests, ok: run.ok, bad: run.bad, seconds: run.seconds, series, final: rssBytes(pid), peak: rssBytes(pid, 'VmHWM') };
+}
+
+interface SlowStreamsResult {
+  streams: number;
+  chunks: number;
+  /** Streams whose response head arrived, and the time until the last one did, in s. */
+  opened: number;
+  openSeconds: number;
+  /** Streams that received data during the /health window (all should). */
+  live: number;
+  /** Streams that ended or failed before the window was over (none should). */
+  failed: number;
+  firstError: string | undefined;
+  /** /health response times in ms while every stream was held open. */
+  health: number[];
+  /** /health response times in ms while the streams were being opened. */
+  healthOpening: number[];
+  healthWindowS: number;
+  rssPeak: number | undefined;
+  /** Gateway CPUs used during the window. */
+  gatewayCpus: number | undefined;
+}
+
+/**
+ * `n` concurrent streams of up to `chunks` chunks each, trickled by the upstream at one per
+ * 100 ms, opened at most OPENING at a time (each waits for its response head). Once all are open, `GET /health` back to back (10 ms apart,
+ * on a keep-alive connection of its own) for `holdSeconds` (or until a stream ends); then the
+ * client closes every stream (the gateway cancels them upstream). Samples the gateway's RSS
+ * every 250 ms throughout.
+ */
+/** Slow streams sent but not yet answered, at most, while they are being opened. */
+const OPENING = 100;
+/** Longest time given to open all slow streams, in ms. */
+const OPEN_DEADLINE_MS = 120_000;
+
+async function slowStreams(stack: Stack, n: number, chunks: number, holdSeconds: number): Promise<SlowStreamsResult> {
+  const gw = stack.gateway;
+  const pid = gw.child.pid;
+  const agent = new HttpAgent({ keepAlive: false, maxSockets: Number.POSITIVE_INFINITY });
+  const body = JSON.stringify({ ...requestBody(SLOW_SCENARIO), max_tokens: chunks });
+  const url = new URL('/v1/chat/completions', gw.origin);
+  const r: SlowStreamsResult = { streams: n, chunks, opened: 0, openSeconds: Number.NaN, live: 0, failed: 0, firstError: undefined, health: [], healthOpening: [], healthWindowS: 0, rssPeak: undefined, gatewayCpus: undefined };
+  let measuring = true;
+  const fail = (why: string) => {
+    if (!measuring) return;
+    r.failed++;
+    r.firstError ??= why;
+  };
+  let rssPeak = 0;
+  const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, rssBytes(pid) ?? 0)), 250);
+  process.stderr.write(`bench: memory: ${n.toLocaleString('en-US')} slow streams (one chunk per 100 ms)…\n`);
+  const streams: { req: ReturnType<typeof httpRequest>; bytes: number; last: string }[] = [];
+  // /health back to back from the first stream on; each probe is tagged with the phase it ran in.
+  const state: { phase: 'opening' | 'held' | 'done' } = { phase: 'opening' };
+  const prober = (async () => {
+    while (state.phase !== 'done') {
+      const p = state.phase;
+      const s = performance.now();
+      try {
+        const res = await fetch(`${gw.origin}/health`);
+        await res.arrayBuffer();
+        if (res.ok && state.phase === p) (p === 'held' ? r.health : r.healthOpening).push(performance.now() - s);
+      } catch {
+        // counted as a missing probe
+      }
+      await sleep(10);
+    }
+  })();
+  const t0 = performance.now();
+  const openDeadline = t0 + OPEN_DEADLINE_MS;
+  for (let i = 0; i < n && performance.now() < openDeadline; i++) {
+    // Self-paced ramp: at most OPENING streams waiting for their response head at a time.
+    while (i - r.opened - r.failed >= OPENING && performance.now() < openDeadline) await sleep(5);
+    const st = { req: undefined as unknown as ReturnType<typeof httpRequest>, bytes: 0, last: '' };
+    st.req = httpRequest(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: `Bearer ${gw.key}` } }, (res) => {
+      if (res.statusCode !== 200) fail(`status ${res.statusCode}`);
+      r.opened++;
+      if (r.opened === n) r.openSeconds = (performance.now() - t0) / 1000;
+      res.on('data', (c: Buffer) => {
+        st.bytes += c.length;
+        st.last = c.toString('utf8', Math.max(0, c.length - 300));
+      });
+      res.on('end', () => fail(`stream ended during the measurement; its last bytes: ${st.last}`));
+      res.on('error', (err) => fail(err.message));
+    });
+    st.req.on('error', (err) => fail(err.message));
+    st.req.end(body);
+    streams.push(st);
+  }
+  // Wait until every stream is open (or failed), then hold them all while /health is probed.
+  while (r.opened + r.failed < n && performance.now() < openDeadline) await sleep(50);
+  const bytesAtStart = streams.map((st) => st.bytes);
+  const cpu0 = cpuSeconds(pid ?? -1);
+  const h0 = performance.now();
+  state.phase = 'held';
+  const healthUntil = h0 + holdSeconds * 1000;
+  while (performance.now() < healthUntil) await sleep(50);
+  state.phase = 'done';
+  await prober;
+  r.healthWindowS = (performance.now() - h0) / 1000;
+  const cpu1 = cpuSeconds(pid ?? -1);
+  if (cpu0 !== undefined && cpu1 !== undefined) r.gatewayCpus = (cpu1 - cpu0) / r.healthWindowS;
+  r.live = streams.filter((st, i) => st.bytes > bytesAtStart[i]!).length;
+  if (r.failed > 0) r.firstError += ` (gateway log: ${tail(gw.logFile, 3)})`;
+  measuring = false;
+  for (const st of streams) st.req.destroy();
+  agent.destroy();
+  await sleep(1000); // the gateway sees the disconnects
+  clearInterval(sampler);
+  r.rssPeak = rssPeak || undefined;
+  return r;
+}
+
+/** File descriptors the slow-streams test needs in one process: the gateway holds a client and an upstream socket per stream. */
+function slowStreamsFds(n: number): number {
+  return 2 * n + 1024;
+}
+
+interface MemoryResult {
+  rss?: RssAfterRequests;
+  slow?: SlowStreamsResult;
+  /** Why the slow streams were not run. */
+  slowSkipped?: string;
+}
+
+async function memorySection(dir: string, upstream: Upstream, requests: number, streams: number): Promise<MemoryResult> {
+  const out: MemoryResult = {};
+  if (requests > 0) {
+    const d = join(dir, 'memory-requests');
+    mkdirSync(d);
+    const gateway = await startGateway(d, upstream, [SCENARIOS[0]!]);
+    out.rss = await rssAfterRequests({ upstream, bare: undefined, nginx: undefined, gateway }, requests);
+    await stopChild(gateway.child);
+  }
+  if (streams > 0) {
+    const limit = openFilesLimit();
+    if (limit && limit.soft < slowStreamsFds(streams)) {
+      out.slowSkipped = `open-files limit ${limit.hard} (Node raises its soft limit to the hard one; children inherit it) is below the ${slowStreamsFds(streams)} the test needs: raise it (\`ulimit -Hn ${slowStreamsFds(streams)}\` as root, or LimitNOFILE / nofile in limits.conf) and run the bench again`;
+    } else {
+      const d = join(dir, 'memory-streams');
+      mkdirSync(d);
+      const gateway = await startGateway(d, upstream, [SLOW_SCENARIO]);
+      out.slow = await slowStreams({ upstream, bare: undefined, nginx: undefined, gateway }, streams, SETTINGS.slowChunks, SETTINGS.slowHoldSeconds);
+      await stopChild(gateway.child);
+    }
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -493,12 +1039,20 @@ function fmtSigned(n: number): string {
 }
 
 function fmtInt(n: number): string {
+  if (!Number.isFinite(n)) return 'n/a';
   return Math.round(n).toLocaleString('en-US');
 }
 
-function latencyPair(run: Run): { p50: number; p99: number } {
-  const sorted = [...run.latencies].sort((a, b) => a - b);
-  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
+function fmtRatio(n: number): string {
+  return Number.isFinite(n) ? `${n.toFixed(2)}×` : 'n/a';
+}
+
+function fmtMB(bytes: number | undefined): string {
+  return bytes === undefined ? 'n/a' : `${(bytes / 1e6).toFixed(0)} MB`;
+}
+
+function fmtCpus(n: number | undefined): string {
+  return n === undefined ? 'n/a' : n.toFixed(2);
 }
 
 function machine(): string[] {
@@ -520,89 +1074,219 @@ interface RunInfo {
   /** CPUs busy on the machine just before the run (other work), if known. */
   background: number | undefined;
   records: string;
-  gatewayRssMiB: number | undefined;
+  metrics: string;
+  gatewayRss: number | undefined;
+  gatewayRssPeak: number | undefined;
+  nginx: string;
+  memory: MemoryResult | undefined;
 }
 
 /** "Other" CPU use during a run from which its numbers are marked as contended. */
 const CONTENDED_CPUS = 0.3;
 
-function fmtCpus(n: number | undefined): string {
-  return n === undefined ? 'n/a' : n.toFixed(2);
+/** One aim of issue #12 and the figure measured for it. */
+interface Aim {
+  what: string;
+  value: number;
+  shown: string;
+  limit: string;
+  ok: boolean;
+}
+
+function ratio(a: number, b: number): number {
+  return Number.isFinite(a) && Number.isFinite(b) && b > 0 ? a / b : Number.NaN;
+}
+
+function aims(results: ScenarioResult[], memory: MemoryResult | undefined): Aim[] {
+  const by = new Map(results.map((r) => [r.scenario.id, r]));
+  const out: Aim[] = [];
+  const push = (what: string, value: number, shown: string, limit: string, max: number) => {
+    if (Number.isFinite(value)) out.push({ what, value, shown, limit, ok: value <= max });
+  };
+  for (const id of ['chat', 'chat-stream']) {
+    const r = by.get(id);
+    if (!r) continue;
+    const label = id === 'chat' ? 'non-streaming' : 'streaming';
+    const c32 = ratio(cpuUs(r.runs.gateway?.saturation), cpuUs(r.runs.bare?.saturation));
+    push(`CPU per request at c=${SETTINGS.connections}, opinference / bare Node, ${label}`, c32, fmtRatio(c32), '≤ 2.0×', 2.0);
+    const c1 = ratio(cpuUs(r.runs.gateway?.latency), cpuUs(r.runs.bare?.latency));
+    push(`CPU per request at c=1, opinference / bare Node, ${label}`, c1, fmtRatio(c1), '≤ 2.5×', 2.5);
+    const d = latencyPair(r.runs.direct?.latency);
+    const g = latencyPair(r.runs.gateway?.latency);
+    push(`added p50 at c=1 over direct, ${label}`, g.p50 - d.p50, `${fmtSigned(g.p50 - d.p50)} ms`, '≤ 0.15 ms', 0.15);
+    push(`added p99 at c=1 over direct, ${label}`, g.p99 - d.p99, `${fmtSigned(g.p99 - d.p99)} ms`, '≤ 1 ms', 1);
+  }
+  const pair = (a: string, b: string, what: string, limit: string, max: number) => {
+    const ra = by.get(a);
+    const rb = by.get(b);
+    if (!ra || !rb) return;
+    const v = ratio(cpuUs(ra.runs.gateway?.saturation), cpuUs(rb.runs.gateway?.saturation));
+    push(what, v, `${fmtRatio(v)} (${fmtInt(cpuUs(ra.runs.gateway?.saturation))} / ${fmtInt(cpuUs(rb.runs.gateway?.saturation))} µs)`, limit, max);
+  };
+  pair('chat-long', 'chat', `16 KB prompt / short prompt, opinference CPU per request at c=${SETTINGS.connections}`, '≤ 1.5×', 1.5);
+  pair('anthropic', 'chat', `translated (Anthropic) / OpenAI, opinference CPU per request at c=${SETTINGS.connections}, non-streaming`, '≤ 1.3×', 1.3);
+  pair('anthropic-stream', 'chat-stream', `translated (Anthropic) / OpenAI, opinference CPU per request at c=${SETTINGS.connections}, streaming`, '≤ 1.3×', 1.3);
+  if (memory?.rss?.final !== undefined) {
+    push(`RSS after ${fmtInt(memory.rss.requests)} requests`, memory.rss.final / 1e6, fmtMB(memory.rss.final), '≤ 160 MB', 160);
+  }
+  const slow = memory?.slow;
+  if (slow) {
+    if (slow.rssPeak !== undefined) push(`peak RSS with ${fmtInt(slow.streams)} concurrent slow streams`, slow.rssPeak / 2 ** 30, `${(slow.rssPeak / 2 ** 20).toFixed(0)} MiB`, '< 1 GiB', 1);
+    const sorted = [...slow.health].sort((a, b) => a - b);
+    const p99 = percentile(sorted, 99);
+    push(`/health p99 during the ${fmtInt(slow.streams)} slow streams`, p99, `${fmtMs(p99)} ms (${sorted.length} probes)`, '< 50 ms', 50);
+    out.push({ what: `slow streams open and receiving while held`, value: slow.live, shown: `${fmtInt(slow.live)} of ${fmtInt(slow.streams)}`, limit: 'all', ok: slow.live === slow.streams && slow.failed === 0 });
+  }
+  return out;
+}
+
+function resultsTable(results: ScenarioResult[], flag: (run: Run | undefined) => string): string[] {
+  const c = SETTINGS.connections;
+  const out: string[] = [];
+  out.push(`| scenario | target | c=1 p50 / p99 (ms) | added p50 / p99 (ms) | c=${c} req/s | CPU µs/req c=1 | CPU µs/req c=${c} |`);
+  out.push('| --- | --- | ---: | ---: | ---: | ---: | ---: |');
+  for (const r of results) {
+    const d = latencyPair(r.runs.direct?.latency);
+    for (const kind of TARGET_KINDS) {
+      const tr = r.runs[kind];
+      if (!tr) continue;
+      const l = latencyPair(tr.latency);
+      const lf = flag(tr.latency);
+      const sf = flag(tr.saturation);
+      const added = kind === 'direct' || !tr.latency ? '—' : `${fmtSigned(l.p50 - d.p50)} / ${fmtSigned(l.p99 - d.p99)}`;
+      const lat = tr.latency ? `${fmtMs(l.p50)} / ${fmtMs(l.p99)}${lf}` : '—';
+      const cpu1 = kind === 'direct' || !tr.latency ? '—' : `${fmtInt(cpuUs(tr.latency))}${lf}`;
+      const cpu32 = kind === 'direct' ? '—' : `${fmtInt(cpuUs(tr.saturation))}${sf}`;
+      out.push(`| ${r.scenario.name} | ${TARGET_LABEL[kind]} | ${lat} | ${added} | ${fmtInt(tr.saturation.rps)}${sf} | ${cpu1} | ${cpu32} |`);
+    }
+  }
+  return out;
+}
+
+function ratiosTable(results: ScenarioResult[]): string[] {
+  const c = SETTINGS.connections;
+  const out: string[] = [];
+  out.push(`| scenario | CPU/req c=${c}: opinference / bare Node | CPU/req c=1: opinference / bare Node | CPU/req c=${c}: opinference / nginx | CPU/req c=${c}: nginx / bare Node | req/s c=${c}: opinference / bare Node |`);
+  out.push('| --- | ---: | ---: | ---: | ---: | ---: |');
+  for (const r of results) {
+    const g = r.runs.gateway;
+    const b = r.runs.bare;
+    const n = r.runs.nginx;
+    out.push(
+      `| ${r.scenario.name} | ${fmtRatio(ratio(cpuUs(g?.saturation), cpuUs(b?.saturation)))} | ${fmtRatio(ratio(cpuUs(g?.latency), cpuUs(b?.latency)))} | ` +
+        `${fmtRatio(ratio(cpuUs(g?.saturation), cpuUs(n?.saturation)))} | ${fmtRatio(ratio(cpuUs(n?.saturation), cpuUs(b?.saturation)))} | ${g && b ? `${((g.saturation.rps / b.saturation.rps) * 100).toFixed(0)}%` : 'n/a'} |`,
+    );
+  }
+  return out;
+}
+
+function memoryLines(m: MemoryResult): string[] {
+  const out: string[] = ['## Memory', ''];
+  if (m.rss) {
+    const r = m.rss;
+    out.push(
+      `**RSS after ${fmtInt(r.requests)} requests** (a fresh gateway, non-streaming chat, ${SETTINGS.connections} connections, ${r.seconds.toFixed(0)} s, ${fmtInt(r.ok)} 2xx, ${fmtInt(r.bad)} failed): ` +
+        `**${fmtMB(r.final)}** at the end (peak ${fmtMB(r.peak)}). After each tenth: ${r.series.map((s) => `${fmtInt(s.after)}: ${fmtMB(s.rss)}`).join(', ')}.`,
+      '',
+    );
+  }
+  if (m.slow) {
+    const s = m.slow;
+    const sorted = [...s.health].sort((a, b) => a - b);
+    const opening = [...s.healthOpening].sort((a, b) => a - b);
+    out.push(
+      `**${fmtInt(s.streams)} concurrent slow streams** (a fresh gateway; the upstream trickles one chunk per 100 ms, up to ${s.chunks} per stream; opened ${OPENING} at a time, held ${s.healthWindowS.toFixed(1)} s once all were open, then closed by the client): ` +
+        `${fmtInt(s.opened)} opened (${Number.isFinite(s.openSeconds) ? `the last ${s.openSeconds.toFixed(1)} s after the first` : `not all within ${OPEN_DEADLINE_MS / 1000} s`}), ${fmtInt(s.live)} received data while held, ${fmtInt(s.failed)} failed or ended early${s.firstError ? ` (first: ${s.firstError.slice(0, 400)})` : ''}. ` +
+        `Gateway peak RSS ${s.rssPeak === undefined ? 'n/a' : `${(s.rssPeak / 2 ** 20).toFixed(0)} MiB`}; it used ${fmtCpus(s.gatewayCpus)} CPUs while the streams were held. ` +
+        `\`GET /health\` back to back while all were held (${sorted.length} probes): p50 ${fmtMs(percentile(sorted, 50))} ms, p99 ${fmtMs(percentile(sorted, 99))} ms, max ${fmtMs(sorted[sorted.length - 1] ?? Number.NaN)} ms; ` +
+        `while they were being opened (${opening.length} probes): p50 ${fmtMs(percentile(opening, 50))} ms, p99 ${fmtMs(percentile(opening, 99))} ms, max ${fmtMs(opening[opening.length - 1] ?? Number.NaN)} ms.`,
+      '',
+    );
+  }
+  if (m.slowSkipped) out.push(`Slow streams: skipped — ${m.slowSkipped}.`, '');
+  return out;
+}
+
+function aimsLines(list: Aim[]): string[] {
+  if (list.length === 0) return [];
+  return ['## Against the targets (issue #12)', '', '| figure | measured | target | |', '| --- | ---: | ---: | :---: |', ...list.map((a) => `| ${a.what} | ${a.shown} | ${a.limit} | ${a.ok ? '✅' : '❌'} |`), ''];
 }
 
 function report(results: ScenarioResult[], info: RunInfo): string {
   const out: string[] = [];
   const ncpu = os.cpus().length;
+  const c = SETTINGS.connections;
   out.push(`# opinference benchmark`, '');
-  out.push(`Run ${info.started.toISOString()} (${info.elapsedS.toFixed(0)} s) with \`npm run bench\`.`, '');
+  out.push(`Run ${info.started.toISOString()} (${info.elapsedS.toFixed(0)} s) with \`npm run bench${MEMORY_ONLY ? ' -- --memory' : QUICK ? ' -- --quick' : ''}\`.`, '');
   out.push('## Machine', '', ...machine(), '');
   out.push(
-    `The load generator (autocannon, inside the bench process), the zero-latency upstream (one Node process) and the gateway (one Node process) all share these ${ncpu} CPUs. ` +
-      'Direct runs need two of those processes, gateway runs all three, so the gateway competes with the load generator and the upstream for CPU time.',
+    `The load generator, the zero-latency upstream, the baseline proxies and the gateway all share these ${ncpu} CPUs; only one target is loaded at a time. ` +
+      'CPU per request is read from /proc per process, so it is the least noise-sensitive figure here.',
     '',
   );
   if (info.background !== undefined) {
     const busy = info.background >= 0.2;
     out.push(`CPUs busy with other work just before the run: ${fmtCpus(info.background)} of ${ncpu}${busy ? ' — **the machine was not idle; these numbers understate what it can do**' : ''}.`, '');
   }
-  out.push('## Settings', '');
-  out.push(`- Latency: 1 connection, requests back to back for ${SETTINGS.latencySeconds} s per target; p50/p99 of the full response time (streams: until the last byte), in ms, from autocannon's per-response timings (its own histogram keeps whole ms only).`);
-  out.push(`- Saturation: ${SETTINGS.connections} connections for ${SETTINGS.saturationSeconds} s per target; 2xx responses per second.`);
-  out.push(`- Warm-up: ${SETTINGS.warmupSeconds} s before each measured run. Every response body is checked (a complete JSON with usage, or a stream ending in \`data: [DONE]\`).`);
-  out.push('- Direct: the load generator calls the upstream itself. Gateway: the same request through `POST /v1/chat/completions` of the built gateway (`OP_LOG_LEVEL=warn`, generation records written to SQLite).');
-  const cli = relative(ROOT, CLI) || CLI;
-  if (cli !== join('dist', 'src', 'cli.js') || GATEWAY_NODE_ARGS.length) out.push(`- Gateway command: \`node ${[...GATEWAY_NODE_ARGS, CLI].join(' ')} serve\`.`);
-  out.push('');
+  if (results.length) {
+    out.push('## Settings', '');
+    out.push(`- c=1: 1 connection, requests back to back for ${SETTINGS.latencySeconds} s per target (autocannon in the bench process); p50/p99 of the full response time (streams: until the last byte), in ms, from autocannon's per-response timings (its own histogram keeps whole ms only). **Added** = target − direct.`);
+    out.push(
+      `- c=${c}: ${c} connections for ${SETTINGS.saturationSeconds} s per target, ${WRK ? 'with `wrk -t1` (its own process; status checked, bodies are checked by the sanity request and the c=1 run)' : 'with autocannon in the bench process (every body checked)'}; 2xx responses per second.`,
+    );
+    out.push(`- Warm-up: ${SETTINGS.warmupSeconds} s before each measured run. Every target answers one checked request first.`);
+    if (QUICK) out.push(`- \`--quick\`: c=${c} only; each target measured in ${QUICK_ROUNDS} rounds alternating with the others, its median round (by CPU per request) shown; fails above ${QUICK_MAX_RATIO}× bare Node's CPU per request.`);
+    out.push('- CPU µs/req: utime+stime of the target\'s process tree (/proc) during the measured run ÷ its 2xx responses. Direct has no proxy.');
+    out.push(
+      '- Targets: **direct** (the load generator calls the upstream), **bare Node** (`bench/bare-proxy.ts`: node:http + undici Pool, body and answer piped untouched), ' +
+        `**nginx** (${info.nginx}), **opinference** (the built gateway, \`POST /v1/chat/completions\` with a key made by \`opinference keys create\` with rpm/tpm and a USD limit; records written to SQLite, metrics, health and breaker on, \`OP_LOG_LEVEL=warn\`).`,
+    );
+    out.push('- Anthropic scenarios: the client sends OpenAI chat to opinference, which translates to Messages (`anthropic` provider kind) and back; direct, bare Node and nginx send a native `POST /v1/messages` to the same upstream.');
+    const cli = relative(ROOT, CLI) || CLI;
+    if (cli !== join('dist', 'src', 'cli.js') || GATEWAY_NODE_ARGS.length) out.push(`- Gateway command: \`node ${[...GATEWAY_NODE_ARGS, CLI].join(' ')} serve\`.`);
+    out.push('');
+  }
   let flagged = false;
-  const flag = (run: Run): string => {
-    if (run.cpu?.other === undefined || run.cpu.other < CONTENDED_CPUS) return '';
+  const flag = (run: Run | undefined): string => {
+    if (run?.cpu?.otherCpus === undefined || run.cpu.otherCpus < CONTENDED_CPUS) return '';
     flagged = true;
     return ' ⚠';
   };
-  out.push('## Results', '');
-  out.push('| scenario | direct p50 / p99 (ms) | gateway p50 / p99 (ms) | added p50 / p99 (ms) | direct rps | gateway rps | gateway / direct |');
-  out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
-  for (const r of results) {
-    const d = latencyPair(r.direct.latency);
-    const g = latencyPair(r.gateway.latency);
-    const ratio = r.gateway.saturation.rps / r.direct.saturation.rps;
-    const dl = flag(r.direct.latency);
-    const gl = flag(r.gateway.latency);
-    const ds = flag(r.direct.saturation);
-    const gs = flag(r.gateway.saturation);
-    out.push(
-      `| ${r.scenario.name} | ${fmtMs(d.p50)} / ${fmtMs(d.p99)}${dl} | ${fmtMs(g.p50)} / ${fmtMs(g.p99)}${gl} | ${fmtSigned(g.p50 - d.p50)} / ${fmtSigned(g.p99 - d.p99)}${dl || gl} | ` +
-        `${fmtInt(r.direct.saturation.rps)}${ds} | ${fmtInt(r.gateway.saturation.rps)}${gs} | ${(ratio * 100).toFixed(0)}%${ds || gs} |`,
-    );
-  }
-  if (flagged) out.push('', `⚠ measured while other work on the machine used ${CONTENDED_CPUS} CPUs or more (see "other" below): that number is less reliable.`);
-  out.push('', '## Details', '');
-  out.push('| scenario | target | run | 2xx/s | not 2xx | autocannon p50 / p99 / mean (ms) | CPUs: load gen / upstream / gateway / other | gateway CPU µs per request |');
-  out.push('| --- | --- | --- | ---: | ---: | ---: | --- | ---: |');
-  const problems: string[] = [];
-  for (const r of results) {
-    for (const kind of ['direct', 'gateway'] as const) {
-      for (const phase of ['latency', 'saturation'] as const) {
-        const run = r[kind][phase];
-        const res = run.result;
-        const bad = res.non2xx + res.errors + res.timeouts + res.mismatches;
-        if (bad > 0) problems.push(`${r.scenario.id} ${kind} ${phase}: non-2xx ${res.non2xx}, errors ${res.errors}, timeouts ${res.timeouts}, body mismatches ${res.mismatches}`);
-        const c = run.cpu;
-        const cpu = c ? `${fmtCpus(c.loadgen)} / ${fmtCpus(c.upstream)} / ${kind === 'gateway' ? fmtCpus(c.gateway) : '—'} / ${fmtCpus(c.other)}` : 'n/a';
-        const perReq = kind === 'gateway' && c?.gateway !== undefined && run.rps > 0 ? fmtInt((c.gateway * 1e6) / run.rps) : '—';
-        const conns = phase === 'latency' ? '1 conn' : `${SETTINGS.connections} conn`;
-        out.push(`| ${r.scenario.name} | ${kind} | ${conns} | ${fmtInt(run.rps)} | ${bad} | ${res.latency.p50} / ${res.latency.p99} / ${res.latency.mean} | ${cpu} | ${perReq} |`);
+  out.push(...aimsLines(aims(results, info.memory)));
+  if (results.length) {
+    out.push('## Results', '', ...resultsTable(results, flag), '');
+    if (flagged) out.push(`⚠ measured while other work on the machine used ${CONTENDED_CPUS} CPUs or more (see "other" below): that number is less reliable.`, '');
+    out.push('## Ratios', '', ...ratiosTable(results), '');
+    out.push('## Details', '');
+    out.push('| scenario | target | run | load gen | 2xx/s | not 2xx | load gen p50 / p99 / mean (ms) | CPUs: load gen / upstream / proxy / other | load gen CPU µs/req |');
+    out.push('| --- | --- | --- | --- | ---: | ---: | ---: | --- | ---: |');
+    const problems: string[] = [];
+    for (const r of results) {
+      for (const kind of TARGET_KINDS) {
+        for (const phase of ['latency', 'saturation'] as const) {
+          const run = r.runs[kind]?.[phase];
+          if (!run) continue;
+          if (run.bad > 0) problems.push(`${r.scenario.id} ${TARGET_LABEL[kind]} ${phase}: ${run.bad} failed (not 2xx, errors, timeouts or wrong bodies)`);
+          const cpu = run.cpu;
+          const share = (x: number | undefined) => (cpu && x !== undefined ? fmtCpus(x / cpu.wall) : 'n/a');
+          const shares = cpu ? `${share(cpu.loadgen)} / ${share(cpu.upstream)} / ${kind === 'direct' ? '—' : share(cpu.proxy)} / ${fmtCpus(cpu.otherCpus)}` : 'n/a';
+          const lg = cpu?.loadgen !== undefined && run.ok > 0 ? fmtInt((cpu.loadgen * 1e6) / run.ok) : 'n/a';
+          out.push(`| ${r.scenario.name} | ${TARGET_LABEL[kind]} | c=${phase === 'latency' ? 1 : c} | ${run.loadgen} | ${fmtInt(run.rps)} | ${run.bad} | ${fmtMs(run.p50)} / ${fmtMs(run.p99)} / ${fmtMs(run.mean)} | ${shares} | ${lg} |`);
+        }
       }
     }
+    out.push(
+      '',
+      'CPUs: average number of CPUs each used during the measured run (1.00 = one CPU fully busy); "other" is the rest of the machine (other processes, kernel work not charged to the bench\'s processes).',
+    );
+    out.push(
+      '',
+      `Generation records written by the gateway: ${info.records}. Gateway RSS at the end: ${fmtMB(info.gatewayRss)} (peak ${fmtMB(info.gatewayRssPeak)}). ${info.metrics}`,
+    );
+    if (problems.length) out.push('', '**Failed or unexpected responses:**', '', ...problems.map((p) => `- ${p}`));
+    out.push('');
   }
-  out.push(
-    '',
-    'CPUs: average number of CPUs each used during the measured run (1.00 = one CPU fully busy); "other" is the rest of the machine (other processes, kernel work not charged to these three). ' +
-      'Gateway CPU µs per request = gateway CPU time / 2xx responses.',
-  );
-  out.push('', `Generation records written by the gateway: ${info.records}. Gateway peak RSS: ${info.gatewayRssMiB === undefined ? 'n/a' : `${info.gatewayRssMiB.toFixed(0)} MiB`}.`);
-  if (problems.length) out.push('', '**Failed or unexpected responses:**', '', ...problems.map((p) => `- ${p}`));
-  out.push('');
+  if (info.memory) out.push(...memoryLines(info.memory));
   return out.join('\n');
 }
 
@@ -654,7 +1338,7 @@ function medians(runs: TargetResult[]): { p50: number; p99: number; rps: number;
     p50: median(runs.map((r) => latencyPair(r.latency).p50)),
     p99: median(runs.map((r) => latencyPair(r.latency).p99)),
     rps: median(runs.map((r) => r.saturation.rps)),
-    cpuUs: median(runs.map((r) => (r.saturation.cpu?.gateway !== undefined && r.saturation.rps > 0 ? (r.saturation.cpu.gateway * 1e6) / r.saturation.rps : Number.NaN))),
+    cpuUs: median(runs.map((r) => cpuUs(r.saturation))),
   };
 }
 
@@ -696,6 +1380,19 @@ function countRecords(dbFile: string): string {
   }
 }
 
+/** One scrape of `GET /metrics`, to show metrics were on: its size and the successful generations it counted. */
+async function scrapeMetrics(origin: string): Promise<string> {
+  try {
+    const res = await fetch(`${origin}/metrics`);
+    const text = await res.text();
+    let success = 0;
+    for (const line of text.split('\n')) if (line.startsWith('opinference_generations_total{') && line.includes('status="success"')) success += Number(line.slice(line.lastIndexOf(' ') + 1));
+    return `\`GET /metrics\` at the end: ${res.status}, ${fmtInt(text.length)} bytes, \`opinference_generations_total{status="success"}\` summed: ${fmtInt(success)}.`;
+  } catch (err) {
+    return `\`GET /metrics\` at the end failed: ${err instanceof Error ? err.message : String(err)}.`;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 
 /** `BENCH_WORKERS=1,2`: saturation throughput of non-streaming chat through `serve --workers N`, per N. */
@@ -712,12 +1409,11 @@ async function workersComparison(counts: number[]): Promise<void> {
     const env = { OP_REDIS_URL: process.env.OP_REDIS_URL || 'redis://127.0.0.1:6379', OP_REDIS_PREFIX: `op-bench:${process.pid}:${i}:` };
     const gateway = await startGateway(dir, upstream, [scenario], ['--workers', String(n)], env);
     await sleep(2000); // every worker listening
-    const t = targets(scenario, upstream, gateway)[1]!;
+    const t = makeTarget('gateway', scenario, { upstream, bare: undefined, nginx: undefined, gateway })!;
     await sanityCheck(scenario, t);
-    await autocannonRun(t, SETTINGS.connections, SETTINGS.warmupSeconds);
-    const run = await autocannonRun(t, SETTINGS.connections, SETTINGS.saturationSeconds);
-    const bad = run.result.non2xx + run.result.errors + run.result.timeouts + run.result.mismatches;
-    rows.push(`| ${n} | ${fmtInt(run.rps)} | ${bad} | ${run.result.latency.p50} / ${run.result.latency.p99} |`);
+    await saturationRun(t, SETTINGS.connections, SETTINGS.warmupSeconds);
+    const run = await saturationRun(t, SETTINGS.connections, SETTINGS.saturationSeconds);
+    rows.push(`| ${n} | ${fmtInt(run.rps)} | ${run.bad} | ${fmtMs(run.p50)} / ${fmtMs(run.p99)} |`);
     process.stderr.write(`bench: --workers ${n}: ${fmtInt(run.rps)} 2xx/s\n`);
     await stopChild(gateway.child);
   }
@@ -727,9 +1423,9 @@ async function workersComparison(counts: number[]): Promise<void> {
     '',
     ...machine(),
     `- busy CPUs before the run (other work): ${background === undefined ? 'unknown' : background.toFixed(2)}`,
-    `- non-streaming chat against the zero-work upstream, ${SETTINGS.connections} connections, ${SETTINGS.saturationSeconds} s; the load generator, the upstream and the gateway share the machine`,
+    `- non-streaming chat against the zero-work upstream, ${SETTINGS.connections} connections, ${SETTINGS.saturationSeconds} s, load generator ${WRK ? 'wrk' : 'autocannon'}; the load generator, the upstream and the gateway share the machine`,
     '',
-    '| workers | 2xx/s | not 2xx | autocannon p50 / p99 (ms) |',
+    '| workers | 2xx/s | not 2xx | load gen p50 / p99 (ms) |',
     '|---|---|---|---|',
     ...rows,
     '',
@@ -739,6 +1435,23 @@ async function workersComparison(counts: number[]): Promise<void> {
   writeFileSync(join(RESULTS_DIR, 'workers.md'), text);
 }
 
+/** `--quick`: the regression guard. Returns the exit code. */
+function quickVerdict(results: ScenarioResult[]): number {
+  let code = 0;
+  for (const r of results) {
+    const v = ratio(cpuUs(r.runs.gateway?.saturation), cpuUs(r.runs.bare?.saturation));
+    if (!Number.isFinite(v)) {
+      process.stderr.write(`bench --quick: ${r.scenario.id}: no CPU figures (is /proc readable?); not judged\n`);
+    } else if (v > QUICK_MAX_RATIO) {
+      process.stderr.write(`bench --quick: ${r.scenario.id}: opinference CPU per request ${fmtRatio(v)} bare Node's — worse than ${QUICK_MAX_RATIO}×: FAIL\n`);
+      code = 1;
+    } else {
+      process.stderr.write(`bench --quick: ${r.scenario.id}: opinference CPU per request ${fmtRatio(v)} bare Node's (limit ${QUICK_MAX_RATIO}×): ok\n`);
+    }
+  }
+  return code;
+}
+
 async function main(): Promise<void> {
   if (!existsSync(CLI)) {
     process.stderr.write(`bench: ${CLI} not found: run npm run build first (npm ci also builds it)\n`);
@@ -746,9 +1459,13 @@ async function main(): Promise<void> {
     return;
   }
   if (process.env.BENCH_WORKERS) return workersComparison(process.env.BENCH_WORKERS.split(',').map((n) => Math.round(Number(n))).filter((n) => n >= 1));
-  const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean);
-  const scenarios = only ? SCENARIOS.filter((s) => only.includes(s.id)) : SCENARIOS;
-  if (scenarios.length === 0) throw new Error(`BENCH_ONLY matches no scenario; known: ${SCENARIOS.map((s) => s.id).join(', ')}`);
+  const withMemory = MEMORY_ONLY || (!QUICK && process.env.BENCH_MEMORY !== '0');
+
+  const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean) ?? (QUICK ? QUICK_SCENARIOS : undefined);
+  const scenarios = MEMORY_ONLY ? [] : only ? SCENARIOS.filter((s) => only.includes(s.id)) : SCENARIOS;
+  if (!MEMORY_ONLY && scenarios.length === 0) throw new Error(`BENCH_ONLY matches no scenario; known: ${SCENARIOS.map((s) => s.id).join(', ')}`);
+  const targetKinds = process.env.BENCH_TARGETS?.split(',').map((s) => s.trim()) ?? (QUICK ? ['bare', 'gateway'] : TARGET_KINDS);
+  for (const k of targetKinds) if (!TARGET_KINDS.includes(k as TargetKind)) throw new Error(`BENCH_TARGETS: unknown target ${k}; known: ${TARGET_KINDS.join(', ')}`);
 
   const started = new Date();
   const background = await backgroundLoad();
@@ -757,58 +1474,94 @@ async function main(): Promise<void> {
   }
   tempDir = mkdtempSync(join(os.tmpdir(), 'op-bench-'));
   const upstream = await startUpstream();
-  const gateway = await startGateway(tempDir, upstream, scenarios);
-  process.stderr.write(`bench: upstream on :${upstream.port}, gateway on ${gateway.origin}\n`);
-  const pids = { upstream: upstream.child.pid, gateway: gateway.child.pid };
 
   const results: ScenarioResult[] = [];
-  for (const s of scenarios) {
-    const [direct, viaGateway] = targets(s, upstream, gateway) as [Target, Target];
-    await sanityCheck(s, direct);
-    await sanityCheck(s, viaGateway);
-    results.push({ scenario: s, direct: await measureTarget(s, direct, pids), gateway: await measureTarget(s, viaGateway, pids) });
-    if (!alive(gateway.child)) throw new Error(`gateway exited during the run; its log:\n${tail(gateway.logFile)}`);
-  }
-
-  const gatewayRssMiB = peakRssMiB(gateway.child.pid);
-
+  let records = '';
+  let metrics = '';
+  let gatewayRss: number | undefined;
+  let gatewayRssPeak: number | undefined;
   let tracingText = '';
-  const tracingScenarios = results.filter((r) => TRACING_SCENARIOS.includes(r.scenario.id));
-  if (process.env.BENCH_TRACING !== '0' && tracingScenarios.length > 0) {
-    const sink = await startOtlpSink();
-    const tracedDir = join(tempDir, 'traced');
-    mkdirSync(tracedDir);
-    const traced = await startGateway(tracedDir, upstream, scenarios, [], { OTEL_EXPORTER_OTLP_ENDPOINT: sink.origin, OTEL_SERVICE_NAME: 'opinference-bench', OTEL_TRACES_SAMPLER: 'always_on', OTEL_METRIC_EXPORT_INTERVAL: '5000' });
-    const tracedPids = { upstream: upstream.child.pid, gateway: traced.child.pid };
-    const tracing: TracingResult[] = [];
-    const rounds = Math.round(envNumber('BENCH_TRACING_ROUNDS', 3));
-    for (const r of tracingScenarios) {
-      const viaPlain = targets(r.scenario, upstream, gateway)[1]!;
-      const viaTraced = targets(r.scenario, upstream, traced)[1]!;
-      await sanityCheck(r.scenario, viaTraced);
-      const result: TracingResult = { scenario: r.scenario, off: [], on: [] };
-      for (let i = 0; i < rounds; i++) {
-        result.off.push(await measureTarget(r.scenario, viaPlain, pids));
-        result.on.push(await measureTarget(r.scenario, viaTraced, tracedPids));
-      }
-      tracing.push(result);
+  let nginxNote = 'not measured';
+  if (scenarios.length) {
+    const gateway = await startGateway(tempDir, upstream, scenarios);
+    const bare = targetKinds.includes('bare') ? await startBareProxy(upstream) : undefined;
+    const nginxBin = targetKinds.includes('nginx') ? findNginx() : undefined;
+    const nginx = nginxBin ? await startNginx(nginxBin, join(tempDir, 'nginx'), upstream) : undefined;
+    if (targetKinds.includes('nginx')) {
+      nginxNote = nginx
+        ? '`proxy_pass` to an `upstream` block with `keepalive`, `proxy_http_version 1.1`, `proxy_buffering off`, one worker process, access log off'
+        : '**skipped: no `nginx` on PATH or in /usr/sbin** (Debian: `apt-get install nginx`)';
+      if (!nginx) process.stderr.write('bench: nginx not found: the nginx baseline is skipped\n');
     }
-    await stopChild(traced.child);
-    tracingText = tracingReport(tracing, sink.spans());
-    await sink.close();
+    const stack: Stack = { upstream, bare, nginx, gateway };
+    process.stderr.write(`bench: upstream :${upstream.port}, gateway ${gateway.origin}${bare ? `, bare Node ${bare.origin}` : ''}${nginx ? `, nginx ${nginx.origin}` : ''}; load generator at c=${SETTINGS.connections}: ${WRK ? 'wrk' : 'autocannon'}\n`);
+    const watched: Watched = { upstream: upstream.child.pid, all: [gateway.child.pid, bare?.child.pid, nginx?.child.pid] };
+
+    for (const s of scenarios) {
+      const result: ScenarioResult = { scenario: s, runs: {} };
+      const ts = targetKinds.map((k) => makeTarget(k as TargetKind, s, stack)).filter((t): t is Target => t !== undefined);
+      for (const t of ts) await sanityCheck(s, t);
+      if (QUICK) {
+        // Noisy CI machines: rounds alternating the targets; each target keeps its median run by CPU per request.
+        const rounds: Partial<Record<TargetKind, TargetResult[]>> = {};
+        for (let i = 0; i < QUICK_ROUNDS; i++) for (const t of ts) (rounds[t.kind] ??= []).push(await measureTarget(s, t, watched, false));
+        for (const [kind, list] of Object.entries(rounds)) result.runs[kind as TargetKind] = [...list].sort((a, b) => cpuUs(a.saturation) - cpuUs(b.saturation))[list.length >> 1];
+      } else {
+        for (const t of ts) result.runs[t.kind] = await measureTarget(s, t, watched);
+      }
+      results.push(result);
+      if (!alive(gateway.child)) throw new Error(`gateway exited during the run; its log:\n${tail(gateway.logFile)}`);
+    }
+    gatewayRss = rssBytes(gateway.child.pid);
+    gatewayRssPeak = rssBytes(gateway.child.pid, 'VmHWM');
+
+    const tracingScenarios = results.filter((r) => TRACING_SCENARIOS.includes(r.scenario.id) && r.runs.gateway);
+    if (!QUICK && process.env.BENCH_TRACING !== '0' && tracingScenarios.length > 0) {
+      const sink = await startOtlpSink();
+      const tracedDir = join(tempDir, 'traced');
+      mkdirSync(tracedDir);
+      const traced = await startGateway(tracedDir, upstream, scenarios, [], { OTEL_EXPORTER_OTLP_ENDPOINT: sink.origin, OTEL_SERVICE_NAME: 'opinference-bench', OTEL_TRACES_SAMPLER: 'always_on', OTEL_METRIC_EXPORT_INTERVAL: '5000' });
+      const tracedWatched: Watched = { upstream: upstream.child.pid, all: [...watched.all, traced.child.pid] };
+      const tracing: TracingResult[] = [];
+      const rounds = Math.round(envNumber('BENCH_TRACING_ROUNDS', 3));
+      for (const r of tracingScenarios) {
+        const viaPlain = makeTarget('gateway', r.scenario, stack)!;
+        const viaTraced = makeTarget('gateway', r.scenario, { ...stack, gateway: traced })!;
+        await sanityCheck(r.scenario, viaTraced);
+        const result: TracingResult = { scenario: r.scenario, off: [], on: [] };
+        for (let i = 0; i < rounds; i++) {
+          result.off.push(await measureTarget(r.scenario, viaPlain, tracedWatched));
+          result.on.push(await measureTarget(r.scenario, viaTraced, tracedWatched));
+        }
+        tracing.push(result);
+      }
+      await stopChild(traced.child);
+      tracingText = tracingReport(tracing, sink.spans());
+      await sink.close();
+    }
+    metrics = await scrapeMetrics(gateway.origin); // after the tracing rounds too, so it covers what the records do
+    const logTail = tail(gateway.logFile, 5);
+    await stopChild(gateway.child);
+    if (bare) await stopChild(bare.child);
+    if (nginx) await stopChild(nginx.child);
+    records = countRecords(gateway.dbFile);
+    if (logTail && logTail !== '(no log)') process.stderr.write(`bench: last gateway log lines:\n${logTail}\n`);
   }
-  await stopChild(gateway.child);
-  const records = countRecords(gateway.dbFile);
-  const logTail = tail(gateway.logFile, 5);
+
+  const memory = withMemory ? await memorySection(tempDir, upstream, SETTINGS.memoryRequests, SETTINGS.slowStreams) : undefined;
   await stopChild(upstream.child);
 
   const elapsed = (Date.now() - started.getTime()) / 1000;
-  const text = report(results, { started, elapsedS: elapsed, background, records, gatewayRssMiB }) + (tracingText ? `\n${tracingText}` : '');
+  const text = report(results, { started, elapsedS: elapsed, background, records, metrics, gatewayRss, gatewayRssPeak, nginx: nginxNote, memory }) + (tracingText ? `\n${tracingText}` : '');
   process.stdout.write(`\n${text}`);
-  if (logTail && logTail !== '(no log)') process.stderr.write(`bench: last gateway log lines:\n${logTail}\n`);
+  if (QUICK) {
+    process.exitCode = quickVerdict(results);
+    return; // --quick writes no file
+  }
+  const file = MEMORY_ONLY ? 'memory.md' : 'latest.md';
   mkdirSync(RESULTS_DIR, { recursive: true });
-  writeFileSync(join(RESULTS_DIR, 'latest.md'), text);
-  process.stderr.write(`bench: wrote ${join('bench', 'results', 'latest.md')}\n`);
+  writeFileSync(join(RESULTS_DIR, file), text);
+  process.stderr.write(`bench: wrote ${join('bench', 'results', file)}\n`);
 }
 
 main().catch((err: unknown) => {
