@@ -1,5 +1,12 @@
-import { CompiledQuery, PostgresAdapter, sql, type ColumnDataType, type CreateTableBuilder, type Expression, type Kysely, type RawBuilder } from 'kysely';
-import type { Database } from './schema.js';
+import type SQLite from 'better-sqlite3';
+import { CompiledQuery, PostgresAdapter, sql, type ColumnDataType, type CreateTableBuilder, type DialectAdapter, type Expression, type Kysely, type RawBuilder, type Transaction } from 'kysely';
+import { GENERATION_COLUMNS, GENERATION_TAG_COLUMNS, type Database } from './schema.js';
+
+/** The tables the record writer appends rows to with {@link StoreDialect.insertRows}. */
+export type AppendTable = 'generations' | 'generation_tags';
+
+/** The columns of each {@link AppendTable}, in binding order. */
+const APPEND_COLUMNS: { readonly [T in AppendTable]: readonly (keyof Database[T] & string)[] } = { generations: GENERATION_COLUMNS, generation_tags: GENERATION_TAG_COLUMNS };
 
 /** A column type for kysely's schema builder (a name or raw SQL). */
 export type DataTypeExpression = ColumnDataType | Expression<unknown>;
@@ -67,6 +74,77 @@ export interface StoreDialect {
   explain(db: Kysely<Database>, query: CompiledQuery, options?: { preferIndexes?: boolean }): Promise<string[]>;
   /** Whether a plan (from {@link explain}) reads `table` (or its alias) without any index. */
   scansWithoutIndex(plan: readonly string[], table: string): boolean;
+  /**
+   * Insert whole rows (every column of the table; `undefined` is stored as NULL) into
+   * `generations` or `generation_tags`, inside the caller's transaction `trx`, without building
+   * a query per call: SQLite runs one better-sqlite3 statement, prepared once per database handle
+   * (the handle `openDatabase` registered with {@link attachSqliteHandle}), once per row;
+   * PostgreSQL (and a SQLite database opened some other way) runs one fixed multi-row
+   * `INSERT … VALUES` per chunk of rows, its SQL text built once per chunk size.
+   * @throws the database's error for the first row it refuses (a constraint, a value out of
+   *   range: better-sqlite3 `SqliteError` / `RangeError`, pg `DatabaseError`); nothing of the
+   *   call is rolled back by itself, the caller's transaction is.
+   */
+  insertRows<T extends AppendTable>(trx: Transaction<Database>, table: T, rows: readonly Database[T][]): Promise<void>;
+}
+
+/** The better-sqlite3 handle behind each SQLite Kysely `openDatabase` made, by its adapter (shared by its transactions). */
+const sqliteHandles = new WeakMap<DialectAdapter, SQLite.Database>();
+
+/**
+ * Let {@link StoreDialect.insertRows} run its own prepared statements on `handle`, the one
+ * better-sqlite3 connection of `db` (kysely's SqliteDialect serialises every query of `db` on it,
+ * so a statement run while a transaction of `db` holds the connection is part of that
+ * transaction).
+ */
+export function attachSqliteHandle(db: Kysely<Database>, handle: SQLite.Database): void {
+  sqliteHandles.set(db.getExecutor().adapter, handle);
+}
+
+/** Each handle's insert statements, prepared on first use. */
+const preparedInserts = new WeakMap<SQLite.Database, Map<AppendTable, SQLite.Statement>>();
+
+function preparedInsert(handle: SQLite.Database, table: AppendTable): SQLite.Statement {
+  let byTable = preparedInserts.get(handle);
+  if (!byTable) preparedInserts.set(handle, (byTable = new Map()));
+  let stmt = byTable.get(table);
+  if (!stmt) {
+    const cols = APPEND_COLUMNS[table];
+    stmt = handle.prepare(`insert into "${table}" (${cols.map((c) => `"${c}"`).join(', ')}) values (${cols.map(() => '?').join(', ')})`);
+    byTable.set(table, stmt);
+  }
+  return stmt;
+}
+
+/** SQL text of a multi-row insert of `n` rows into `table`, by placeholder style and `n`. */
+const insertSql = new Map<string, string>();
+
+function multiRowInsertSql(table: AppendTable, n: number, numbered: boolean): string {
+  const id = `${table}|${n}|${numbered ? '$' : '?'}`;
+  let text = insertSql.get(id);
+  if (text === undefined) {
+    const cols = APPEND_COLUMNS[table];
+    const tuples: string[] = [];
+    for (let r = 0; r < n; r++) tuples.push(`(${cols.map((_, c) => (numbered ? `$${r * cols.length + c + 1}` : '?')).join(', ')})`);
+    text = `insert into "${table}" (${cols.map((c) => `"${c}"`).join(', ')}) values ${tuples.join(', ')}`;
+    insertSql.set(id, text);
+  }
+  return text;
+}
+
+/** Insert `rows` through `trx`'s own executor, `chunk` rows per fixed statement. */
+async function insertChunked<T extends AppendTable>(trx: Transaction<Database>, table: T, rows: readonly Database[T][], chunk: number, numbered: boolean): Promise<void> {
+  const cols = APPEND_COLUMNS[table] as readonly (keyof Database[T])[];
+  for (let i = 0; i < rows.length; i += chunk) {
+    const n = Math.min(chunk, rows.length - i);
+    const params: unknown[] = new Array<unknown>(n * cols.length);
+    let p = 0;
+    for (let r = i; r < i + n; r++) {
+      const row = rows[r]!;
+      for (const col of cols) params[p++] = row[col] ?? null;
+    }
+    await trx.executeQuery(CompiledQuery.raw(multiRowInsertSql(table, n, numbered), params));
+  }
 }
 
 const sqlite: StoreDialect = {
@@ -94,6 +172,19 @@ const sqlite: StoreDialect = {
     return res.rows.map((r) => r.detail);
   },
   scansWithoutIndex: (plan, table) => plan.some((l) => new RegExp(`SCAN ${table}\\b(?!.*USING)`).test(l)),
+  async insertRows(trx, table, rows) {
+    if (rows.length === 0) return;
+    const handle = sqliteHandles.get(trx.getExecutor().adapter);
+    // SQLite caps bound variables per statement; 20 rows × 32 columns stays well under.
+    if (!handle) return insertChunked(trx, table, rows, 20, false);
+    const stmt = preparedInsert(handle, table);
+    const cols = APPEND_COLUMNS[table] as readonly (keyof (typeof rows)[number])[];
+    const values: unknown[] = new Array<unknown>(cols.length);
+    for (const row of rows) {
+      for (let c = 0; c < cols.length; c++) values[c] = row[cols[c]!] ?? null;
+      stmt.run(values);
+    }
+  },
 };
 
 /** Lock key of the migrations: one per schema, so deployments sharing a database in different schemas do not wait for each other. */
@@ -139,6 +230,8 @@ const postgres: StoreDialect = {
     });
   },
   scansWithoutIndex: (plan, table) => plan.some((l) => new RegExp(`Seq Scan on ${table}\\b`).test(l)),
+  // 100 rows × 32 columns per statement: far under PostgreSQL's 65,535 parameters.
+  insertRows: (trx, table, rows) => insertChunked(trx, table, rows, 100, true),
 };
 
 /**

@@ -249,7 +249,7 @@ export async function applyRollups(trx: Transaction<Database>, rows: readonly Ge
   const sessions: Record<SessionCountTable, Map<string, SessionCount>> = { usage_daily_sessions: bySession(sessionModels), usage_daily_session_models: sessionModels, usage_daily_session_tags: sessionTags };
   for (const table of Object.keys(groups) as RollupTable[]) await upsert(trx, table, groups[table].values());
   for (const table of Object.keys(sessions) as SessionCountTable[]) await addSessionCounts(trx, table, sessions[table].values());
-  for (let i = 0; i < tagRows.length; i += 100) await trx.insertInto('generation_tags').values(tagRows.slice(i, i + 100)).execute();
+  await dialectOf(trx).insertRows(trx, 'generation_tags', tagRows);
 }
 
 /** Refusals to move from `errors` to `refused` in one rollup row (a group of the backfill). */
