@@ -5,6 +5,20 @@ import { GENERATION_COLUMNS, GENERATION_TAG_COLUMNS, type Database } from './sch
 /** The tables the record writer appends rows to with {@link StoreDialect.insertRows}. */
 export type AppendTable = 'generations' | 'generation_tags';
 
+/**
+ * A table written by "insert the row, or add to the row with the same key" (the usage rollups
+ * and session counts): the columns of a row's values are `key`, then `add`, then `replace`.
+ */
+export interface UpsertShape {
+  readonly table: keyof Database & string;
+  /** The primary-key columns. */
+  readonly key: readonly string[];
+  /** Columns added to an existing row's (`col = table.col + excluded.col`). */
+  readonly add: readonly string[];
+  /** Columns that replace an existing row's (`col = excluded.col`). */
+  readonly replace: readonly string[];
+}
+
 /** The columns of each {@link AppendTable}, in binding order. */
 const APPEND_COLUMNS: { readonly [T in AppendTable]: readonly (keyof Database[T] & string)[] } = { generations: GENERATION_COLUMNS, generation_tags: GENERATION_TAG_COLUMNS };
 
@@ -86,6 +100,22 @@ export interface StoreDialect {
    *   call is rolled back by itself, the caller's transaction is.
    */
   insertRows<T extends AppendTable>(trx: Transaction<Database>, table: T, rows: readonly Database[T][]): Promise<void>;
+  /**
+   * The `columns` of the rows of `shape.table` whose primary keys are `keys` (each the values of
+   * `shape.key`, in order), inside `trx`: the result is aligned with `keys`, `undefined` where no
+   * row has that key. SQLite (opened by `openDatabase`): one prepared statement per key;
+   * otherwise one fixed `select … where (k1 = ? and …) or …` per 100 keys.
+   */
+  readByKey(trx: Transaction<Database>, shape: UpsertShape, columns: readonly string[], keys: readonly (readonly unknown[])[]): Promise<(Record<string, unknown> | undefined)[]>;
+  /**
+   * Insert each row (its values in the order `shape.key`, `shape.add`, `shape.replace`) or, when
+   * a row with its key exists, add its `add` columns to that row's and replace its `replace`
+   * columns (`INSERT … ON CONFLICT (key) DO UPDATE`), inside `trx`; the keys of one call must be
+   * distinct. SQLite (opened by `openDatabase`): one prepared statement run per row; otherwise
+   * one fixed multi-row statement per chunk (100 rows on PostgreSQL, 20 on SQLite).
+   * @throws the database's error for the first row it refuses.
+   */
+  upsertAdding(trx: Transaction<Database>, shape: UpsertShape, rows: readonly (readonly unknown[])[]): Promise<void>;
 }
 
 /** The better-sqlite3 handle behind each SQLite Kysely `openDatabase` made, by its adapter (shared by its transactions). */
@@ -147,6 +177,73 @@ async function insertChunked<T extends AppendTable>(trx: Transaction<Database>, 
   }
 }
 
+/** Placeholder `i` (0-based) of a statement: `$1`… for PostgreSQL, `?` for SQLite. */
+const placeholder = (numbered: boolean, i: number): string => (numbered ? `$${i + 1}` : '?');
+const quoted = (c: string): string => `"${c}"`;
+
+/** SQL text of a rollup statement (`read` or `upsert`) of `n` keys or rows, built once per shape, size and placeholder style. */
+const shapeSql = new Map<string, string>();
+
+function readSql(shape: UpsertShape, columns: readonly string[], n: number, numbered: boolean): string {
+  const id = `read|${shape.table}|${columns.join(',')}|${n}|${numbered ? '$' : '?'}`;
+  let text = shapeSql.get(id);
+  if (text === undefined) {
+    const k = shape.key.length;
+    const ors: string[] = [];
+    for (let r = 0; r < n; r++) ors.push(`(${shape.key.map((c, i) => `${quoted(c)} = ${placeholder(numbered, r * k + i)}`).join(' and ')})`);
+    text = `select ${[...shape.key, ...columns].map(quoted).join(', ')} from ${quoted(shape.table)} where ${ors.join(' or ')}`;
+    shapeSql.set(id, text);
+  }
+  return text;
+}
+
+function upsertSql(shape: UpsertShape, n: number, numbered: boolean): string {
+  const id = `upsert|${shape.table}|${n}|${numbered ? '$' : '?'}`;
+  let text = shapeSql.get(id);
+  if (text === undefined) {
+    const cols = [...shape.key, ...shape.add, ...shape.replace];
+    const tuples: string[] = [];
+    for (let r = 0; r < n; r++) tuples.push(`(${cols.map((_, i) => placeholder(numbered, r * cols.length + i)).join(', ')})`);
+    const set = [...shape.add.map((c) => `${quoted(c)} = ${quoted(shape.table)}.${quoted(c)} + excluded.${quoted(c)}`), ...shape.replace.map((c) => `${quoted(c)} = excluded.${quoted(c)}`)];
+    text = `insert into ${quoted(shape.table)} (${cols.map(quoted).join(', ')}) values ${tuples.join(', ')} on conflict (${shape.key.map(quoted).join(', ')}) do update set ${set.join(', ')}`;
+    shapeSql.set(id, text);
+  }
+  return text;
+}
+
+/** A key's values as one string (length-prefixed, so no two keys share one). */
+const keyString = (values: readonly unknown[]): string => values.map((v) => `${String(v).length}:${String(v)}|`).join('');
+
+/** {@link StoreDialect.readByKey} through `trx`'s executor, 100 keys per fixed statement. */
+async function readChunked(trx: Transaction<Database>, shape: UpsertShape, columns: readonly string[], keys: readonly (readonly unknown[])[], numbered: boolean): Promise<(Record<string, unknown> | undefined)[]> {
+  const found = new Map<string, Record<string, unknown>>();
+  for (let i = 0; i < keys.length; i += 100) {
+    const chunk = keys.slice(i, i + 100);
+    const res = await trx.executeQuery<Record<string, unknown>>(CompiledQuery.raw(readSql(shape, columns, chunk.length, numbered), chunk.flat()));
+    for (const row of res.rows) found.set(keyString(shape.key.map((c) => row[c])), row);
+  }
+  return keys.map((k) => found.get(keyString(k)));
+}
+
+/** {@link StoreDialect.upsertAdding} through `trx`'s executor, `chunk` rows per fixed statement. */
+async function upsertChunked(trx: Transaction<Database>, shape: UpsertShape, rows: readonly (readonly unknown[])[], chunk: number, numbered: boolean): Promise<void> {
+  for (let i = 0; i < rows.length; i += chunk) {
+    const part = rows.slice(i, i + chunk);
+    await trx.executeQuery(CompiledQuery.raw(upsertSql(shape, part.length, numbered), part.flat()));
+  }
+}
+
+/** Statements prepared on a handle, by SQL text (the few shapes the writer runs). */
+const preparedByText = new WeakMap<SQLite.Database, Map<string, SQLite.Statement>>();
+
+function prepared(handle: SQLite.Database, text: string): SQLite.Statement {
+  let byText = preparedByText.get(handle);
+  if (!byText) preparedByText.set(handle, (byText = new Map()));
+  let stmt = byText.get(text);
+  if (!stmt) byText.set(text, (stmt = handle.prepare(text)));
+  return stmt;
+}
+
 const sqlite: StoreDialect = {
   name: 'sqlite',
   text: 'text',
@@ -184,6 +281,18 @@ const sqlite: StoreDialect = {
       for (let c = 0; c < cols.length; c++) values[c] = row[cols[c]!] ?? null;
       stmt.run(values);
     }
+  },
+  async readByKey(trx, shape, columns, keys) {
+    const handle = sqliteHandles.get(trx.getExecutor().adapter);
+    if (!handle) return readChunked(trx, shape, columns, keys, false);
+    const stmt = prepared(handle, readSql(shape, columns, 1, false));
+    return keys.map((k) => stmt.get(k as unknown[]) as Record<string, unknown> | undefined);
+  },
+  async upsertAdding(trx, shape, rows) {
+    const handle = sqliteHandles.get(trx.getExecutor().adapter);
+    if (!handle) return upsertChunked(trx, shape, rows, 20, false);
+    const stmt = prepared(handle, upsertSql(shape, 1, false));
+    for (const row of rows) stmt.run(row as unknown[]);
   },
 };
 
@@ -232,6 +341,9 @@ const postgres: StoreDialect = {
   scansWithoutIndex: (plan, table) => plan.some((l) => new RegExp(`Seq Scan on ${table}\\b`).test(l)),
   // 100 rows × 32 columns per statement: far under PostgreSQL's 65,535 parameters.
   insertRows: (trx, table, rows) => insertChunked(trx, table, rows, 100, true),
+  readByKey: (trx, shape, columns, keys) => readChunked(trx, shape, columns, keys, true),
+  // 100 rows × 16 values per statement.
+  upsertAdding: (trx, shape, rows) => upsertChunked(trx, shape, rows, 100, true),
 };
 
 /**
