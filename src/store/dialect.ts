@@ -184,8 +184,11 @@ const quoted = (c: string): string => `"${c}"`;
 /** SQL text of a rollup statement (`read` or `upsert`) of `n` keys or rows, built once per shape, size and placeholder style. */
 const shapeSql = new Map<string, string>();
 
+/** Everything of a shape its SQL depends on. */
+const shapeId = (shape: UpsertShape): string => `${shape.table}|${shape.key.join(',')}|${shape.add.join(',')}|${shape.replace.join(',')}`;
+
 function readSql(shape: UpsertShape, columns: readonly string[], n: number, numbered: boolean): string {
-  const id = `read|${shape.table}|${columns.join(',')}|${n}|${numbered ? '$' : '?'}`;
+  const id = `read|${shapeId(shape)}|${columns.join(',')}|${n}|${numbered ? '$' : '?'}`;
   let text = shapeSql.get(id);
   if (text === undefined) {
     const k = shape.key.length;
@@ -198,7 +201,7 @@ function readSql(shape: UpsertShape, columns: readonly string[], n: number, numb
 }
 
 function upsertSql(shape: UpsertShape, n: number, numbered: boolean): string {
-  const id = `upsert|${shape.table}|${n}|${numbered ? '$' : '?'}`;
+  const id = `upsert|${shapeId(shape)}|${n}|${numbered ? '$' : '?'}`;
   let text = shapeSql.get(id);
   if (text === undefined) {
     const cols = [...shape.key, ...shape.add, ...shape.replace];
