@@ -19,7 +19,7 @@ import { GenerationWriter } from '../src/store/generation-writer.js';
 import { migrate } from '../src/store/migrations.js';
 import { GENERATION_COLUMNS, LATENCY_BUCKETS_MS, type Database, type GenerationsTable } from '../src/store/schema.js';
 import { latencyBucket } from '../src/store/usage-rollup.js';
-import { newGenerationId } from '../src/util/ids.js';
+import { newGenerationId, timePrefix } from '../src/util/ids.js';
 import { createTestDatabase, sqliteOnly, type TestDatabase } from './helpers/test-database.js';
 
 function row(id: string, over: Partial<GenerationsTable> = {}): GenerationsTable {
@@ -142,5 +142,19 @@ describe('record writer statements', () => {
 
   test('latencyBucket: a duration at a bound falls in that bound\'s bucket, beyond the last in the open one', () => {
     assert.deepEqual([latencyBucket(0), latencyBucket(10), latencyBucket(10.5), latencyBucket(120_000), latencyBucket(120_001), latencyBucket(Number.NaN)], [0, 0, 1, 19, 20, 20]);
+  });
+
+  test('generation ids: gen_ and 24 base62 characters, the first 8 the time, so later ids sort after earlier ones as text', async () => {
+    const a = newGenerationId();
+    await new Promise((r) => setTimeout(r, 3));
+    const b = newGenerationId();
+    assert.match(a, /^gen_[0-9A-Za-z]{24}$/);
+    assert.match(b, /^gen_[0-9A-Za-z]{24}$/);
+    assert.ok(a < b, `${a} < ${b}`);
+    assert.notEqual(newGenerationId(), newGenerationId());
+    assert.deepEqual([timePrefix(0), timePrefix(61), timePrefix(62), timePrefix(1_765_000_000_000)], ['00000000', '0000000z', '00000010', '0V4Zk7zU']);
+    const times = [0, 9, 10, 35, 36, 61, 62, 3_843, 1_000_000_000_000, 1_765_000_000_000, 62 ** 8 - 1];
+    const sorted = times.map(timePrefix);
+    assert.deepEqual([...sorted].sort(), sorted);
   });
 });

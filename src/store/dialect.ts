@@ -31,8 +31,12 @@ export type DialectName = 'sqlite' | 'postgres';
 /**
  * The SQL that differs between SQLite and PostgreSQL, in one place. Every query of the store is
  * written once with kysely; where the two engines spell something differently, the query asks
- * the dialect of its database ({@link dialectOf}) for the fragment. Times are unix ms in `bigint`
- * columns on both engines (the usage and search queries do integer arithmetic on them), money is
+ * the dialect of its database ({@link dialectOf}) for the fragment. The record writer's
+ * statements (run per batch, on the request path's CPU) are the exception:
+ * {@link StoreDialect.insertRows}, {@link StoreDialect.readByKey} and
+ * {@link StoreDialect.upsertAdding} run fixed SQL, prepared once per connection on SQLite,
+ * instead of building a kysely query per call. Times are unix ms in `bigint` columns on both
+ * engines (the usage and search queries do integer arithmetic on them), money is
  * picodollars in `bigint`, JSON is text (no query reads inside it: tags are indexed through
  * `generation_tags`, histograms are summed in JS).
  */
