@@ -130,8 +130,9 @@ function rollupKeyOf(table: RollupTable): { time: (typeof ROLLUP_TIME_COLUMN)[Ro
   return { time, tagged, key: [time, 'key_id', ...(tagged ? ['tag'] : []), 'model', 'provider'] };
 }
 
-/** How each rollup table is upserted: its key, the sums added, the histograms replaced (merged in JS). */
+/** The histogram columns of a rollup table. */
 const HISTS = ['latency_hist', 'ttft_hist'] as const;
+/** How a rollup table is upserted: its key, the sums added, the histograms replaced (merged in JS). */
 const rollupShape = (table: RollupTable): UpsertShape => ({ table, key: rollupKeyOf(table).key, add: SUMS, replace: HISTS });
 const ROLLUP_SHAPES: Record<RollupTable, UpsertShape> = { usage_hourly: rollupShape('usage_hourly'), usage_hourly_tags: rollupShape('usage_hourly_tags'), usage_daily: rollupShape('usage_daily'), usage_daily_tags: rollupShape('usage_daily_tags') };
 
