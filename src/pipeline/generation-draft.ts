@@ -87,6 +87,8 @@ export class GenerationDraft {
   /** The database row. Text goes in only when retention is not `none`. */
   toRow(): GenerationsTable {
     const u = this.usage;
+    const detail: Record<string, unknown> = { attempts: this.attempts, routing_reason: this.routingReason, dropped_parameters: this.dropped, warnings: this.warnings };
+    if (this.cacheHit) detail.cache_hit = true;
     return {
       id: this.id,
       request_id: this.requestId,
@@ -115,10 +117,10 @@ export class GenerationDraft {
       cost_pico: this.costPico,
       latency_ms: this.elapsed(),
       ttft_ms: this.ttftMs,
-      tags: JSON.stringify(this.tags),
+      tags: this.tags.length === 0 ? '[]' : JSON.stringify(this.tags),
       session: this.session,
       retention: String(this.retention),
-      detail: JSON.stringify({ attempts: this.attempts, routing_reason: this.routingReason, dropped_parameters: this.dropped, warnings: this.warnings, ...(this.cacheHit ? { cache_hit: true } : {}) }),
+      detail: JSON.stringify(detail),
       content: this.retention === 'none' || this.content === null ? null : JSON.stringify(this.content),
     };
   }

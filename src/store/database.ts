@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
-import type { DialectName } from './dialect.js';
+import { attachSqliteHandle, type DialectName } from './dialect.js';
 import type { Database } from './schema.js';
 
 /** Default database: an embedded SQLite file under `./data`. */
@@ -49,6 +49,8 @@ export function openDatabase(url: string = DEFAULT_DATABASE_URL, options: { exis
   sqlite.pragma('busy_timeout = 5000');
   sqlite.defaultSafeIntegers(false);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cached }) });
+  // The record writer's inserts run prepared statements of their own on this one connection.
+  attachSqliteHandle(db, sqlite);
   return { db, dialect: 'sqlite', location: file, close: () => db.destroy() };
 }
 

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database, GenerationsTable } from './schema.js';
 import { applyRollups } from './usage-rollup.js';
+import { dialectOf } from './dialect.js';
 import { USAGE_CLAMPED } from '../accounting/usage-bounds.js';
 import { boundRow, degradedRow, isEnvironmentError, describeWriteError } from './record-guard.js';
 import { DatabaseFileWatch } from './database-file-watch.js';
@@ -313,10 +314,7 @@ export class GenerationWriter {
   private async insert(rows: readonly GenerationsTable[]): Promise<void> {
     const trx = await this.db.startTransaction().execute();
     try {
-      // SQLite caps bound variables per statement; 20 rows × 35 columns stays well under.
-      for (let i = 0; i < rows.length; i += 20) {
-        await trx.insertInto('generations').values(rows.slice(i, i + 20)).execute();
-      }
+      await dialectOf(trx).insertRows(trx, 'generations', rows);
       await applyRollups(trx, rows);
       await trx.commit().execute();
     } catch (err) {

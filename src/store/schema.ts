@@ -147,6 +147,17 @@ export interface GenerationTagsTable {
   key_id: string | null;
 }
 
+/** Every column of `generations`, in the order the record writer binds them (checked complete by the type). */
+export const GENERATION_COLUMNS = Object.keys({
+  id: 0, request_id: 0, created_at: 0, key_id: 0, requested_model: 0, served_model: 0, provider: 0, endpoint: 0, upstream_model: 0,
+  status: 0, error_code: 0, error_message: 0, http_status: 0, finish_reason: 0, native_finish_reason: 0, api: 0, streamed: 0, cancelled: 0,
+  prompt_tokens: 0, completion_tokens: 0, reasoning_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, usage_source: 0, cost_pico: 0,
+  latency_ms: 0, ttft_ms: 0, tags: 0, session: 0, retention: 0, detail: 0, content: 0,
+} satisfies Record<keyof GenerationsTable, 0>) as readonly (keyof GenerationsTable)[];
+
+/** Every column of `generation_tags`, in the order the record writer binds them. */
+export const GENERATION_TAG_COLUMNS = Object.keys({ generation_id: 0, tag: 0, created_at: 0, key_id: 0 } satisfies Record<keyof GenerationTagsTable, 0>) as readonly (keyof GenerationTagsTable)[];
+
 export interface Database {
   api_keys: ApiKeysTable;
   generations: GenerationsTable;

@@ -1,13 +1,26 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
-import { dialectOf } from './dialect.js';
+import { dialectOf, type UpsertShape } from './dialect.js';
 import { isRefusal } from './refusal.js';
 import { LATENCY_BUCKETS_MS, type Database, type GenerationsTable } from './schema.js';
 
 /** Index of the histogram bucket a duration (ms) falls in. */
 export function latencyBucket(ms: number): number {
-  const i = LATENCY_BUCKETS_MS.findIndex((b) => ms <= b);
-  return i === -1 ? LATENCY_BUCKETS_MS.length : i;
+  let i = 0;
+  while (i < LATENCY_BUCKETS_MS.length && !(ms <= LATENCY_BUCKETS_MS[i]!)) i++;
+  return i;
 }
+
+/**
+ * The distinct tags of a row, in first-seen order, from its `tags` JSON text. The text of no tags
+ * (`[]`, what most records hold) is not parsed.
+ * @throws SyntaxError when `tags` is not JSON (the writer then stores the row reduced).
+ */
+function rowTags(tags: string): readonly string[] {
+  if (tags === '[]') return NO_TAGS;
+  const list = JSON.parse(tags) as string[];
+  return Array.isArray(list) && list.length < 2 ? list : [...new Set(list)];
+}
+const NO_TAGS: readonly string[] = [];
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -107,7 +120,7 @@ function groupId(time: number, keyId: string, tag: string | undefined, model: st
 }
 
 const SUMS = ['requests', 'errors', 'refused', 'cancelled', 'prompt_tokens', 'completion_tokens', 'reasoning_tokens', 'cached_tokens', 'cost_pico'] as const;
-/** Groups per statement: 5 bound values each in the read, 16 in the upsert. */
+/** Groups per statement of the refusal backfill: 5 bound values each in the read, 16 in the upsert. */
 const UPSERT_CHUNK = 100;
 
 /** A rollup table's time column, whether it has a `tag` column, and its primary key columns. */
@@ -117,54 +130,37 @@ function rollupKeyOf(table: RollupTable): { time: (typeof ROLLUP_TIME_COLUMN)[Ro
   return { time, tagged, key: [time, 'key_id', ...(tagged ? ['tag'] : []), 'model', 'provider'] };
 }
 
+/** The histogram columns of a rollup table. */
+const HISTS = ['latency_hist', 'ttft_hist'] as const;
+/** How a rollup table is upserted: its key, the sums added, the histograms replaced (merged in JS). */
+const rollupShape = (table: RollupTable): UpsertShape => ({ table, key: rollupKeyOf(table).key, add: SUMS, replace: HISTS });
+const ROLLUP_SHAPES: Record<RollupTable, UpsertShape> = { usage_hourly: rollupShape('usage_hourly'), usage_hourly_tags: rollupShape('usage_hourly_tags'), usage_daily: rollupShape('usage_daily'), usage_daily_tags: rollupShape('usage_daily_tags') };
+
 /**
- * Add a batch's groups to a rollup table, `UPSERT_CHUNK` groups per two statements: one read of
- * the groups' existing histograms, then one multi-row `INSERT … ON CONFLICT DO UPDATE` adding the
- * sums in SQL and writing the histograms merged in JS (SQLite/PostgreSQL-neutral; the writer's
- * transaction keeps the read and the write together).
+ * Add a batch's groups to a rollup table: a read of the groups' existing histograms, then an
+ * `INSERT … ON CONFLICT DO UPDATE` adding the sums in SQL and writing the histograms merged in JS
+ * (SQLite/PostgreSQL-neutral; the writer's transaction keeps the read and the write together).
+ * The statements are the dialect's `readByKey` and `upsertAdding`: prepared once on SQLite, one
+ * per 100 groups on PostgreSQL.
  */
 async function upsert(trx: Transaction<Database>, table: RollupTable, groups: Iterable<RollupAcc>): Promise<void> {
-  const { time, tagged, key } = rollupKeyOf(table);
+  const { tagged } = rollupKeyOf(table);
   const all = [...groups];
-  for (let i = 0; i < all.length; i += UPSERT_CHUNK) {
-    const chunk = all.slice(i, i + UPSERT_CHUNK);
-    const existing = await trx
-      .selectFrom(table as 'usage_hourly_tags')
-      .select([sql<number>`${sql.ref(time)}`.as('time'), 'key_id', (tagged ? sql<string>`tag` : sql<string>`null`).as('tag'), 'model', 'provider', 'latency_hist', 'ttft_hist'])
-      .where((eb) =>
-        eb.or(
-          chunk.map((a) =>
-            eb.and([eb(sql.ref(time), '=', a.time), eb('key_id', '=', a.key_id), ...(tagged ? [eb('tag', '=', a.tag!)] : []), eb('model', '=', a.model), eb('provider', '=', a.provider)]),
-          ),
-        ),
-      )
-      .execute();
-    const hists = new Map(existing.map((r) => [groupId(Number(r.time), r.key_id, r.tag ?? undefined, r.model, r.provider), r]));
-    const values = chunk.map((a) => {
-      const e = hists.get(groupId(a.time, a.key_id, a.tag, a.model, a.provider));
-      return {
-        [time]: a.time,
-        key_id: a.key_id,
-        ...(tagged ? { tag: a.tag } : {}),
-        model: a.model,
-        provider: a.provider,
-        ...Object.fromEntries(SUMS.map((col) => [col, a[col]])),
-        latency_hist: e ? mergeHist(e.latency_hist, a.latency) : JSON.stringify(a.latency),
-        ttft_hist: e ? mergeHist(e.ttft_hist, a.ttft) : JSON.stringify(a.ttft),
-      };
-    });
-    await trx
-      .insertInto(table)
-      .values(values as never)
-      .onConflict((oc) =>
-        oc.columns(key as never).doUpdateSet({
-          ...Object.fromEntries(SUMS.map((col) => [col, sql`${sql.ref(`${table}.${col}`)} + ${sql.ref(`excluded.${col}`)}`])),
-          latency_hist: sql.ref('excluded.latency_hist'),
-          ttft_hist: sql.ref('excluded.ttft_hist'),
-        } as never),
-      )
-      .execute();
-  }
+  if (all.length === 0) return;
+  const shape = ROLLUP_SHAPES[table];
+  const dialect = dialectOf(trx);
+  const keys = all.map((a) => (tagged ? [a.time, a.key_id, a.tag, a.model, a.provider] : [a.time, a.key_id, a.model, a.provider]));
+  const existing = await dialect.readByKey(trx, shape, HISTS, keys);
+  const values = all.map((a, i) => {
+    const e = existing[i] as { latency_hist: string; ttft_hist: string } | undefined;
+    return [
+      ...keys[i]!,
+      ...SUMS.map((col) => a[col]),
+      e ? mergeHist(e.latency_hist, a.latency) : JSON.stringify(a.latency),
+      e ? mergeHist(e.ttft_hist, a.ttft) : JSON.stringify(a.ttft),
+    ];
+  });
+  await dialect.upsertAdding(trx, shape, values);
 }
 
 /** The session-count tables and their keys (every column but `requests`). */
@@ -189,16 +185,19 @@ function bySession(models: Map<string, SessionCount>): Map<string, SessionCount>
   return sessions;
 }
 
-/** Add counts to a session-count table: one multi-row upsert (`ON CONFLICT … DO UPDATE`) per 500 rows. */
+/** How each session-count table is upserted: its key, `requests` added. */
+const sessionShape = (table: SessionCountTable): UpsertShape => ({ table, key: SESSION_COUNT_KEYS[table], add: ['requests'], replace: [] });
+const SESSION_SHAPES: Record<SessionCountTable, UpsertShape> = {
+  usage_daily_sessions: sessionShape('usage_daily_sessions'),
+  usage_daily_session_models: sessionShape('usage_daily_session_models'),
+  usage_daily_session_tags: sessionShape('usage_daily_session_tags'),
+};
+
+/** Add counts to a session-count table: `INSERT … ON CONFLICT … DO UPDATE` through the dialect's `upsertAdding`. */
 async function addSessionCounts(trx: Transaction<Database>, table: SessionCountTable, counts: Iterable<SessionCount>): Promise<void> {
-  const rows = [...counts];
-  for (let i = 0; i < rows.length; i += 500) {
-    await trx
-      .insertInto(table)
-      .values(rows.slice(i, i + 500) as never)
-      .onConflict((oc) => oc.columns(SESSION_COUNT_KEYS[table] as never).doUpdateSet({ requests: sql`${sql.ref(`${table}.requests`)} + ${sql.ref('excluded.requests')}` } as never))
-      .execute();
-  }
+  const shape = SESSION_SHAPES[table];
+  const rows = [...counts].map((c) => [...shape.key.map((k) => c[k]), c.requests]);
+  if (rows.length > 0) await dialectOf(trx).upsertAdding(trx, shape, rows);
 }
 
 /**
@@ -225,7 +224,7 @@ export async function applyRollups(trx: Transaction<Database>, rows: readonly Ge
     const latency = latencyBucket(row.latency_ms);
     const ttft = row.ttft_ms === null ? -1 : latencyBucket(row.ttft_ms);
     accumulate(hourly, groupId(hour, keyId, undefined, model, provider), hour, keyId, undefined, model, provider, row, cost, latency, ttft);
-    const tags = [...new Set(JSON.parse(row.tags) as string[])];
+    const tags = rowTags(row.tags);
     for (const tag of tags) {
       accumulate(hourlyTags, groupId(hour, keyId, tag, model, provider), hour, keyId, tag, model, provider, row, cost, latency, ttft);
       tagRows.push({ generation_id: row.id, tag, created_at: row.created_at, key_id: row.key_id });
@@ -249,7 +248,7 @@ export async function applyRollups(trx: Transaction<Database>, rows: readonly Ge
   const sessions: Record<SessionCountTable, Map<string, SessionCount>> = { usage_daily_sessions: bySession(sessionModels), usage_daily_session_models: sessionModels, usage_daily_session_tags: sessionTags };
   for (const table of Object.keys(groups) as RollupTable[]) await upsert(trx, table, groups[table].values());
   for (const table of Object.keys(sessions) as SessionCountTable[]) await addSessionCounts(trx, table, sessions[table].values());
-  for (let i = 0; i < tagRows.length; i += 100) await trx.insertInto('generation_tags').values(tagRows.slice(i, i + 100)).execute();
+  await dialectOf(trx).insertRows(trx, 'generation_tags', tagRows);
 }
 
 /** Refusals to move from `errors` to `refused` in one rollup row (a group of the backfill). */
