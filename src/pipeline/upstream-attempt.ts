@@ -1,10 +1,11 @@
 import { ContentBlockFramer } from '../core/content-blocks.js';
-import type { StreamPart } from '../core/stream-part.js';
+import type { OutputPart, StreamPart } from '../core/stream-part.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { GenerationIngress, StreamEncoder } from '../ingress/types.js';
 import type { UpstreamCall } from '../providers/types.js';
 import { transportErrorToGatewayError } from '../providers/upstream-errors.js';
-import { sseEvents } from '../relay/sse-events.js';
+import type { EventSourceMessage } from 'eventsource-parser';
+import { SseReader } from '../relay/sse-events.js';
 import { UpstreamExchange } from '../relay/upstream-exchange.js';
 import { endStreamWithError, identityFor, responseHeaders, sendStreamHeaders, stopKeepAlive } from './client-response.js';
 import { keepContent, meterAttempt } from './finish.js';
@@ -110,7 +111,7 @@ class StreamRelay {
    * its parts feed the record. Events before the first content are held, so an error there can
    * still fail over.
    */
-  async relayEvent(event: { data: string; event?: string | undefined }, parts: StreamPart[]): Promise<void> {
+  relayEvent(event: { data: string; event?: string | undefined }, parts: StreamPart[]): Promise<void> | undefined {
     let content = false;
     for (const part of parts) {
       if (part.type === 'error') throw part.error;
@@ -121,11 +122,18 @@ class StreamRelay {
     this.pending += text;
     if (this.a.draft.keepRelayed) this.relayedText += text;
     if (content) this.a.draft.markFirstToken();
-    if (!content && !this.a.state.outputStarted) return;
-    if (!this.a.state.outputStarted) await this.startOutput();
+    if (!content && !this.a.state.outputStarted) return undefined;
+    if (!this.a.state.outputStarted) {
+      const started = this.startOutput();
+      if (started) return started.then(() => this.writePending());
+    }
+    return this.writePending();
+  }
+
+  private writePending(): Promise<void> | undefined {
     const out = this.pending;
     this.pending = '';
-    await this.a.sink.write(out);
+    return this.a.sink.write(out);
   }
 
   /** The held events (pass-through lane), at the end of the stream. */
@@ -144,18 +152,22 @@ class StreamRelay {
     return this.raw ? undefined : this.a.sink.write(this.encoder.start());
   }
 
-  async emit(part: StreamPart): Promise<void> {
+  /**
+   * Relay one part. Returns a promise only when the client's socket is full (await it before
+   * the next part), so the common case costs no promise and no microtask turn per part.
+   */
+  emit(part: StreamPart): Promise<void> | undefined {
     // `reasoning.exclude` / `include_reasoning: false`: the model may think, the client does not see it.
     if (this.a.input.chat.reasoning?.exclude === true) {
       if (part.type === 'reasoning') {
         this.acc.add(part);
-        return;
+        return undefined;
       }
       if (part.type === 'reasoning-details') {
         const details = hideReasoningText(part.details);
         if (!details) {
           this.acc.add(part);
-          return;
+          return undefined;
         }
         part = { ...part, details };
       }
@@ -166,17 +178,27 @@ class StreamRelay {
       case 'finish':
       case 'usage':
         this.acc.add(part);
-        return;
-      default:
-        if (!this.a.state.outputStarted) await this.startOutput();
-        this.acc.add(part);
-        this.a.draft.markFirstToken();
-        if (this.framer) {
-          for (const p of this.framer.push(part)) await this.a.sink.write(this.encoder.part(p));
-        } else {
-          await this.a.sink.write(this.encoder.part(part));
+        return undefined;
+      default: {
+        if (!this.a.state.outputStarted) {
+          const started = this.startOutput();
+          if (started) {
+            const content = part;
+            return started.then(() => this.emitContent(content));
+          }
         }
+        return this.emitContent(part);
+      }
     }
+  }
+
+  private emitContent(part: OutputPart): Promise<void> | undefined {
+    this.acc.add(part);
+    this.a.draft.markFirstToken();
+    if (!this.framer) return this.a.sink.write(this.encoder.part(part));
+    let text = '';
+    for (const p of this.framer.push(part)) text += this.encoder.part(p);
+    return this.a.sink.write(text);
   }
 
   /** The open content block's end marker, if the API frames blocks. */
@@ -224,12 +246,34 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
     } else {
       const transform = adapter.createStreamTransform(a.lane.operation);
       relay.raw = a.lane.relayUpstream === true;
-      for await (const event of sseEvents(res, rt.config.server.upstream_max_event_bytes, target.provider.id)) {
-        if (relay.raw) await relay.relayEvent(event, transform.push(event));
-        else for (const part of transform.push(event)) await relay.emit(part);
-        // Past the upstream's end of stream ([DONE]) nothing is read: a restart is never relayed.
-        if (state.clientGone.aborted || transform.ended?.()) break;
+      // One await per upstream read (and per part only when the client's socket is full); the
+      // events of a read are parsed and relayed synchronously.
+      const reader = new SseReader(rt.config.server.upstream_max_event_bytes, target.provider.id);
+      const relayEvents = async (events: EventSourceMessage[]): Promise<boolean> => {
+        for (const event of events) {
+          if (relay.raw) {
+            const full = relay.relayEvent(event, transform.push(event));
+            if (full) await full;
+          } else {
+            for (const part of transform.push(event)) {
+              const full = relay.emit(part);
+              if (full) await full;
+            }
+          }
+          // Past the upstream's end of stream ([DONE]) nothing is read: a restart is never relayed.
+          if (state.clientGone.aborted || transform.ended?.()) return false;
+        }
+        return true;
+      };
+      let reading = true;
+      for await (const chunk of res) {
+        const events = reader.push(chunk);
+        if (events.length > 0 && !(await relayEvents(events))) {
+          reading = false;
+          break;
+        }
       }
+      if (reading && !state.clientGone.aborted) await relayEvents(reader.end());
       if (!state.clientGone.aborted) for (const part of transform.flush()) await relay.emit(part);
       const oddities = transform.warnings?.() ?? [];
       if (oddities.length > 0) draft.warnings = [...draft.warnings, ...oddities];
