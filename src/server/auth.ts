@@ -20,6 +20,7 @@ const ADMIN: ApiKey = {
 /** Resolves `Authorization: Bearer` (or `x-api-key`) secrets to keys, with a short cache in front of the database. */
 export class KeyResolver {
   private readonly cache = new Map<string, { key: ApiKey | undefined; at: number }>();
+  private readonly hashes = new Map<string, string>();
   private readonly adminHash: Buffer | undefined;
 
   constructor(private readonly db: Kysely<Database>, adminKey: string | undefined, private readonly changes: KeyChangeNotifier = localKeyChanges) {
@@ -35,7 +36,7 @@ export class KeyResolver {
     const secret = secretOf(req);
     const cached = this.fromCache(secret);
     if (cached) return cached;
-    const hash = hashSecret(secret);
+    const hash = this.hashOf(secret);
     const now = Date.now();
     const entry = { key: await findKeyByHash(this.db, hash), at: now };
     if (this.cache.size > 10_000) this.cache.clear();
@@ -52,8 +53,19 @@ export class KeyResolver {
     return this.fromCache(secretOf(req));
   }
 
+  /** SHA-256 of a secret, remembered for the secrets seen lately (hashing costs more than the lookup). */
+  private hashOf(secret: string): string {
+    let hash = this.hashes.get(secret);
+    if (hash === undefined) {
+      hash = hashSecret(secret);
+      if (this.hashes.size >= 10_000) this.hashes.clear();
+      this.hashes.set(secret, hash);
+    }
+    return hash;
+  }
+
   private fromCache(secret: string): ApiKey | undefined {
-    const hash = hashSecret(secret);
+    const hash = this.hashOf(secret);
     if (this.adminHash && timingSafeEqual(Buffer.from(hash, 'hex'), this.adminHash)) return ADMIN;
     const now = Date.now();
     const entry = this.cache.get(hash);
