@@ -40,6 +40,28 @@ function sliceEnd(text: string, start: number): number {
 export function estimateTextTokens(text: string): number {
   if (text === '') return 0;
   if (text.length <= SLICE) return countTokens(text);
+  // Agents send the same long system prompt and history with every turn: a long text is
+  // counted once, then found by its content (hashing it costs a small part of tokenizing it).
+  const known = countCache.get(text);
+  if (known !== undefined) return known;
+  const count = countInSlices(text);
+  if (cachedChars + text.length > COUNT_CACHE_CHARS) {
+    countCache.clear();
+    cachedChars = 0;
+  }
+  if (text.length <= COUNT_CACHE_CHARS / 4) {
+    countCache.set(text, count);
+    cachedChars += text.length;
+  }
+  return count;
+}
+
+/** Characters of long texts whose token counts are remembered (about 8 MB of strings at most). */
+const COUNT_CACHE_CHARS = 4_000_000;
+const countCache = new Map<string, number>();
+let cachedChars = 0;
+
+function countInSlices(text: string): number {
   let total = 0;
   for (let start = 0; start < text.length; ) {
     const end = sliceEnd(text, start);
