@@ -145,6 +145,45 @@ describe('agent client sessions → op.session', () => {
     assert.equal(anth.requests.length, before);
   });
 
+  test('a session header in UTF-8 is read as UTF-8; one sent twice or invalid UTF-8 is a 400 naming it', async () => {
+    /** POST /v1/messages over a raw socket, with these header lines as raw bytes. */
+    const raw = async (headerLines: Buffer[]): Promise<{ status: number; headers: string; body: Json }> => {
+      const body = JSON.stringify({ model: 'claude-test', max_tokens: 8, messages: [{ role: 'user', content: 'Hi' }] });
+      const head = Buffer.concat([
+        Buffer.from(`POST /v1/messages HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-type: application/json\r\nx-api-key: ${key.secret}\r\nanthropic-version: 2023-06-01\r\ncontent-length: ${Buffer.byteLength(body)}\r\n`),
+        ...headerLines.map((l) => Buffer.concat([l, Buffer.from('\r\n')])),
+        Buffer.from('\r\n'),
+      ]);
+      const { connect } = await import('node:net');
+      const url = new URL(gw.origin);
+      const text = await new Promise<string>((resolve, reject) => {
+        const chunks: Buffer[] = [];
+        const socket = connect(Number(url.port), url.hostname, () => socket.write(Buffer.concat([head, Buffer.from(body)])));
+        socket.on('data', (c: Buffer) => chunks.push(c));
+        socket.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+        socket.on('error', reject);
+      });
+      const [top, rest] = [text.slice(0, text.indexOf('\r\n\r\n')), text.slice(text.indexOf('\r\n\r\n') + 4)];
+      const json = rest.includes('{') ? (JSON.parse(rest.slice(rest.indexOf('{'), rest.lastIndexOf('}') + 1)) as Json) : {};
+      return { status: Number(top.split(' ')[1]), headers: top, body: json };
+    };
+    anth.enqueue(message('Unicode.'));
+    const utf8 = await raw([Buffer.concat([Buffer.from('x-claude-code-session-id: '), Buffer.from('sessão-会话', 'utf8')])]);
+    assert.equal(utf8.status, 200, JSON.stringify(utf8.body));
+    const id = /x-op-generation-id: (\S+)/i.exec(utf8.headers)![1]!;
+    assert.equal((await generation(id)).session_id, 'sessão-会话');
+
+    const before = anth.requests.length;
+    const twice = await raw([Buffer.from('x-claude-code-session-id: aaa'), Buffer.from('x-claude-code-session-id: bbb')]);
+    assert.equal(twice.status, 400);
+    assert.equal(twice.body.error.param, 'x-claude-code-session-id');
+    assert.equal(twice.body.error.message, 'x-claude-code-session-id: the header is sent more than once; send one session id');
+    const invalid = await raw([Buffer.concat([Buffer.from('x-claude-code-session-id: bad'), Buffer.from([0xff, 0xfe])])]);
+    assert.equal(invalid.status, 400);
+    assert.equal(invalid.body.error.message, 'x-claude-code-session-id: a session id must be valid UTF-8');
+    assert.equal(anth.requests.length, before);
+  });
+
   test("Codex's session-id header (older: session_id) on /v1/responses is the session; op.session still wins; over-long is a 400", async () => {
     oai.enqueue(completion('Codex one.'), completion('Codex old.'), completion('Codex two.'));
     const one = await codex.responses.create({ model: 'test/coder', input: 'Hi' }, { headers: { 'session-id': 'codex-thread-1', 'thread-id': 'codex-thread-1' } }).withResponse();

@@ -201,6 +201,9 @@ describe('exact response cache', () => {
     assert.notEqual(cacheKey('key:1', 'chat', body), cacheKey('key:2', 'chat', body));
     assert.notEqual(cacheKey('key:1', 'chat', body), cacheKey('key:1', 'completions', body));
     assert.notEqual(cacheKey('key:1', 'chat', body), cacheKey('key:1', 'chat', { ...body, provider: { order: ['x'] } }));
+    // A forwarded header that changes the answer (anthropic-beta) is part of the key; none sent is the body alone.
+    assert.notEqual(cacheKey('key:1', 'messages', body, { 'anthropic-beta': 'interleaved-thinking-2025-05-14' }), cacheKey('key:1', 'messages', body));
+    assert.equal(cacheKey('key:1', 'messages', body, {}), cacheKey('key:1', 'messages', body));
     assert.equal(cacheScope('k1', [['k1', 'k2']]), cacheScope('k2', [['k1', 'k2']]));
     assert.equal(cacheScope('k3', [['k1', 'k2']]), 'key:k3');
     assert.equal(cacheTtlSeconds({ request: true, requestTtl: 10, key: null, model: undefined }, false, 300, 3600), 10);

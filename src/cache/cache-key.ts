@@ -27,11 +27,14 @@ export function cacheScope(keyId: string | null, sharedScopes: readonly (readonl
   return i >= 0 ? `shared:${i}` : `key:${keyId}`;
 }
 
-/** The cache key (hex SHA-256) of a request body in a scope and client API. */
-export function cacheKey(scope: string, api: string, body: Record<string, unknown>): string {
+/** The cache key (hex SHA-256) of a request body in a scope and client API, with the headers the API forwards upstream (`forwarded`, lower-case names) when any were sent. */
+export function cacheKey(scope: string, api: string, body: Record<string, unknown>, forwarded: Readonly<Record<string, string>> = {}): string {
   const hashed: Record<string, unknown> = {};
   for (const k of Object.keys(body)) if (!IGNORED.has(k)) hashed[k] = body[k];
-  return createHash('sha256').update(`${scope}\n${api}\n${canonicalJson(hashed)}`).digest('hex');
+  // Headers the API forwards upstream (Anthropic's `anthropic-beta`, `anthropic-version`) change
+  // the answer: they are part of the key when sent.
+  const headers = Object.keys(forwarded).length > 0 ? `\n${canonicalJson(forwarded)}` : '';
+  return createHash('sha256').update(`${scope}\n${api}\n${canonicalJson(hashed)}${headers}`).digest('hex');
 }
 
 /** Who may ask for caching, each a boolean or a TTL in seconds. */

@@ -26,6 +26,13 @@ export function ignoredProviderMembers(p: ProviderPreferences | undefined): stri
   return (p as { ignored?: string[] } | undefined)?.ignored ?? [];
 }
 
+/**
+ * What joins the values of a header sent more than once, as the server hands session headers
+ * to the pipeline: a line feed, which no header value can hold, so a repeat is told apart from
+ * one value that contains a comma.
+ */
+export const REPEATED_HEADER = '\n';
+
 /** The longest `op.session`, in characters (also for sessions named by agent clients' headers). */
 export const SESSION_MAX_CHARS = 256;
 
@@ -36,6 +43,12 @@ export const SESSION_MAX_CHARS = 256;
  * @throws GatewayError `invalid_request` (400) with `param` when the value breaks the rule.
  */
 export function checkedSession(value: string, param: string): string {
+  if (value.includes(REPEATED_HEADER)) {
+    throw new GatewayError('invalid_request', `${param}: the header is sent more than once; send one session id`, { param });
+  }
+  if (value.includes('\uFFFD')) {
+    throw new GatewayError('invalid_request', `${param}: a session id must be valid UTF-8`, { param });
+  }
   if (value.length < 1 || value.length > SESSION_MAX_CHARS) {
     throw new GatewayError('invalid_request', `${param}: a session id must be 1 to ${SESSION_MAX_CHARS} characters, got ${value.length}`, { param });
   }

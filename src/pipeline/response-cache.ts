@@ -43,9 +43,16 @@ export interface CachePlan {
 }
 
 /**
+ * Forwarded request headers that change the answer, and so take part in the cache key:
+ * `anthropic-beta` turns features on (`anthropic-version` is the same for every client).
+ */
+const ANSWER_HEADERS = ['anthropic-beta'] as const;
+
+/**
  * Whether this request uses the cache (`op.cache`, the `x-op-cache` header, the key's or the
  * model's setting; never retention `none` nor embeddings), and its cache key.
  */
+
 export function planCache(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, key: ApiKey, header: string | undefined, body: unknown): CachePlan | undefined {
   if (input.ingress.output !== 'generation' || !body || typeof body !== 'object') return undefined;
   const op = input.chat.op;
@@ -56,7 +63,12 @@ export function planCache(rt: GatewayRuntime, input: GenerationInput, draft: Gen
     draft.retention === 'none', c.default_ttl_s, c.max_ttl_s,
   );
   if (ttl === undefined) return undefined;
-  return { key: cacheKey(cacheScope(draft.keyId, c.shared_scopes), input.ingress.api, body as Record<string, unknown>), ttlMs: ttl * 1000 };
+  const forwarded: Record<string, string> = {};
+  for (const name of ANSWER_HEADERS) {
+    const v = input.headers?.[name];
+    if (v !== undefined && input.ingress.forwardHeaders?.includes(name)) forwarded[name] = v;
+  }
+  return { key: cacheKey(cacheScope(draft.keyId, c.shared_scopes), input.ingress.api, body as Record<string, unknown>, forwarded), ttlMs: ttl * 1000 };
 }
 
 /**

@@ -3,6 +3,7 @@ import { INGRESS_ADAPTERS } from '../../ingress/registry.js';
 import type { GatewayRuntime } from '../../pipeline/runtime.js';
 import { serveGeneration } from '../../pipeline/serve-generation.js';
 import { FastifyClientSink } from '../fastify-client-sink.js';
+import { REPEATED_HEADER } from '../../ingress/gateway-fields.js';
 
 /**
  * One POST route per client API of the ingress registry (`/v1/chat/completions`,
@@ -17,10 +18,32 @@ function cacheHeader(value: string | string[] | undefined): string | undefined {
 export function registerGenerateRoutes(app: FastifyInstance, rt: () => GatewayRuntime): void {
   for (const ingress of INGRESS_ADAPTERS) {
     // The headers the API forwards upstream and those that may name the session.
-    const wanted = ingress.output === 'generation' ? [...(ingress.forwardHeaders ?? []), ...(ingress.sessionHeaders ?? [])] : [];
-    const names = wanted.length > 0 ? wanted : undefined;
-    app.post(ingress.path, (req, reply) => serveGeneration(rt(), ingress, req.body, req.apiKey, req.id, new FastifyClientSink(reply), names && pickHeaders(req.headers, names), cacheHeader(req.headers['x-op-cache'])));
+    const forward = ingress.output === 'generation' ? (ingress.forwardHeaders ?? []) : [];
+    const sessions = ingress.output === 'generation' ? (ingress.sessionHeaders ?? []) : [];
+    const names = forward.length + sessions.length > 0;
+    app.post(ingress.path, (req, reply) => {
+      const headers = names ? pickHeaders(req.headers, forward) : undefined;
+      if (headers && sessions.length > 0) Object.assign(headers, pickSessionHeaders(req.raw.rawHeaders, sessions));
+      return serveGeneration(rt(), ingress, req.body, req.apiKey, req.id, new FastifyClientSink(reply), headers, cacheHeader(req.headers['x-op-cache']));
+    });
   }
+}
+
+/**
+ * The session headers that are present, from the raw header list: each value decoded as UTF-8
+ * (Node hands header bytes over as Latin-1; an invalid sequence becomes U+FFFD, which the
+ * pipeline refuses), and the values of a header sent more than once joined with
+ * {@link REPEATED_HEADER} so that the pipeline refuses them rather than merging two sessions.
+ */
+export function pickSessionHeaders(rawHeaders: readonly string[], names: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!.toLowerCase();
+    if (!names.includes(name)) continue;
+    const value = Buffer.from(rawHeaders[i + 1]!, 'latin1').toString('utf8');
+    out[name] = out[name] === undefined ? value : `${out[name]}${REPEATED_HEADER}${value}`;
+  }
+  return out;
 }
 
 /** The named request headers that are present (several values joined with commas). */
