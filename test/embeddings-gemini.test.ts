@@ -156,6 +156,35 @@ describe('POST /v1/embeddings through gemini endpoints', () => {
     assert.equal(upstream.requests.length, 0);
   });
 
+  test('a later batch failing: the batches already embedded are in the record (usage and cost), the client gets the error', async () => {
+    upstream.requests.length = 0;
+    upstream.enqueue(geminiVectors(1, 2), { status: 500, json: { error: { code: 500, message: 'Internal error encountered.', status: 'INTERNAL' } } });
+    const res = await fetch(`${gw.baseURL}/embeddings`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${gw.adminKey}` },
+      body: JSON.stringify({ model: 'google/embed', input: ['alpha', 'beta gamma', 'delta'], encoding_format: 'float', provider: { allow_fallbacks: false } }),
+    });
+    assert.equal(res.status, 502);
+    assert.equal(upstream.requests.length, 2);
+    const record = await generation(res.headers.get('x-op-generation-id')!);
+    assert.equal(record.tokens_prompt, estimated(['alpha', 'beta gamma']), 'the first batch, embedded and billed');
+    assert.equal(record.usage_source, 'estimated');
+    assert.ok(record.total_cost > 0);
+  });
+
+  test('an input longer than the context window: a 400 context_length_exceeded naming input, nothing sent upstream', async () => {
+    upstream.requests.length = 0;
+    await assert.rejects(client.embeddings.create({ model: 'google/embed', input: ['short', 'word '.repeat(20_000)], encoding_format: 'float' }), (err: unknown) => {
+      assert.ok(err instanceof OpenAI.APIError);
+      assert.equal(err.status, 400);
+      assert.equal((err.error as Json).code, 'context_length_exceeded');
+      assert.equal((err.error as Json).param, 'input');
+      assert.match(err.message, /the longest input does not fit the context window of "google\/embed"/);
+      return true;
+    });
+    assert.equal(upstream.requests.length, 0);
+  });
+
   test('token-id inputs to a model with a gemini and an openai endpoint: served by the openai endpoint', async () => {
     upstream.requests.length = 0;
     upstream.enqueue({ json: { object: 'list', data: [{ object: 'embedding', index: 0, embedding: [0.25, 0.5] }], model: 'text-embedding-3-small', usage: { prompt_tokens: 3, total_tokens: 3 } } });

@@ -65,6 +65,9 @@ export async function embedAttempt(a: Attempt, ingress: EmbeddingIngress): Promi
       else usage = addUsage(usage, result.usage);
     }
   } catch (err) {
+    // Batches already embedded are billed by the upstream: they are metered (as reported, else
+    // estimated) before the failure is thrown, so the record and the key's spend count them.
+    if (embeddings.length > 0) meterUsage(draft, target, reported && usage !== null ? usage : estimateUsage(req.input.slice(0, embeddings.length)));
     throw nonStreamedFailure(a, err, timedOut);
   } finally {
     clearTimeout(timer);

@@ -1,4 +1,5 @@
 import type { PromptSize } from '../accounting/estimate-tokens.js';
+import { GatewayError } from '../errors/gateway-error.js';
 import { planRoute, type PlannedEndpoint } from '../routing/plan.js';
 import type { GenerationInput } from './generation-input.js';
 import type { GatewayRuntime } from './runtime.js';
@@ -9,6 +10,15 @@ import type { GatewayRuntime } from './runtime.js';
  * @throws GatewayError when no endpoint can serve the request (`no_endpoint_available` …).
  */
 export function planAttempts(rt: GatewayRuntime, input: GenerationInput, prompt: PromptSize): PlannedEndpoint[] {
-  const plan = planRoute(input.chat, { catalog: rt.catalog, health: rt.health, random: rt.random }, prompt).endpoints;
+  let plan: PlannedEndpoint[];
+  try {
+    plan = planRoute(input.chat, { catalog: rt.catalog, health: rt.health, random: rt.random }, prompt).endpoints;
+  } catch (err) {
+    // Embeddings are routed on their longest input: a context refusal names `input`, not `messages`.
+    if (input.ingress.api === 'embeddings' && err instanceof GatewayError && err.code === 'context_length_exceeded') {
+      throw new GatewayError(err.code, err.message.replace('the request does not fit', 'the longest input does not fit'), { param: 'input', metadata: err.metadata });
+    }
+    throw err;
+  }
   return input.ingress.restrictPlan ? input.ingress.restrictPlan(input.request, plan) : plan;
 }
