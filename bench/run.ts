@@ -20,7 +20,8 @@
  * Modes (arguments after `npm run bench --`):
  *   --quick   CI guard: chat and chat-stream at c=32, bare Node and opinference only, 2 s runs;
  *             prints the ratios, writes no file, exits 1 only if opinference's CPU per request
- *             at c=32 is worse than 3× bare Node's (a gross regression; CI machines are noisy).
+ *             at c=32 is worse than 6× bare Node's (a gross regression; CI machines are noisy; the
+ *             target of issue #12 is 2×, see docs/performance.md).
  *   --memory  only the memory section (written to bench/results/memory.md).
  *
  * Settings can be overridden by environment variables (seconds / counts):
@@ -156,9 +157,9 @@ const SETTINGS = {
 };
 
 /** `--quick` fails when opinference's CPU per request at saturation exceeds this many times bare Node's (BENCH_QUICK_MAX_RATIO). */
-const QUICK_MAX_RATIO = envNumber('BENCH_QUICK_MAX_RATIO', 3);
+const QUICK_MAX_RATIO = envNumber('BENCH_QUICK_MAX_RATIO', 6);
 /** `--quick` measures each target this many times, alternating, and keeps the median (BENCH_QUICK_ROUNDS). */
-const QUICK_ROUNDS = Math.round(envNumber('BENCH_QUICK_ROUNDS', 3));
+const QUICK_ROUNDS = Math.round(envNumber('BENCH_QUICK_ROUNDS', 5));
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const CLI = process.env.BENCH_CLI ? resolve(process.env.BENCH_CLI) : join(ROOT, 'dist', 'src', 'cli.js');
