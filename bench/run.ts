@@ -60,6 +60,7 @@ import { fileURLToPath } from 'node:url';
 import SQLite from 'better-sqlite3';
 import { stringify as toYaml } from 'yaml';
 import type { Behaviour } from './upstream.js';
+import { prose } from './prose.js';
 
 // ---------------------------------------------------------------------------------------------
 // Scenarios
@@ -87,16 +88,6 @@ interface Scenario {
   extraBody?: Record<string, unknown>;
 }
 
-/** About `chars` characters of varied English prose (deterministic), for prompt-size scenarios. */
-function prose(chars: number): string {
-  const words = ['the', 'gateway', 'routes', 'each', 'request', 'to', 'a', 'provider', 'and', 'records', 'its', 'usage', 'cost', 'latency', 'while', 'streaming', 'tokens', 'back', 'from', 'model', 'with', 'fallbacks', 'when', 'an', 'endpoint', 'fails'];
-  let out = '';
-  for (let i = 0; out.length < chars; i++) {
-    out += words[(i * 7 + (i >> 3)) % words.length]!;
-    out += i % 13 === 12 ? '. ' : ' ';
-  }
-  return out.slice(0, chars);
-}
 
 const WEATHER_TOOL = {
   type: 'function',

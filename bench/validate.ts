@@ -24,6 +24,7 @@ import type { Catalog } from '../src/routing/catalog.js';
 import { resolveAliases } from '../src/routing/catalog.js';
 import { resolveModelNames } from '../src/routing/model-names.js';
 import type { ModelConfig } from '../src/config/schema.js';
+import { prose } from './prose.js';
 
 const ROUND_MS = Number(process.env.BENCH_VALIDATE_MS ?? 300);
 const ROUNDS = Number(process.env.BENCH_VALIDATE_ROUNDS ?? 7);
@@ -39,16 +40,6 @@ const catalog: Catalog = {
 };
 const names = { presets: [], model_variants: [] };
 
-/** About `chars` characters of varied English prose (deterministic), as bench/run.ts sends. */
-function prose(chars: number): string {
-  const words = ['the', 'gateway', 'routes', 'each', 'request', 'to', 'a', 'provider', 'and', 'records', 'its', 'usage', 'cost', 'latency', 'while', 'streaming', 'tokens', 'back', 'from', 'model', 'with', 'fallbacks', 'when', 'an', 'endpoint', 'fails'];
-  let out = '';
-  for (let i = 0; out.length < chars; i++) {
-    out += words[(i * 7 + (i >> 3)) % words.length]!;
-    out += i % 13 === 12 ? '. ' : ' ';
-  }
-  return out.slice(0, chars);
-}
 
 const weatherParameters = { type: 'object', properties: { city: { type: 'string', description: 'City name' }, unit: { type: 'string', enum: ['c', 'f'] } }, required: ['city'] };
 

@@ -308,26 +308,21 @@ class Compiler {
     const d = schema._def;
     const inner = this.compile(d.schema);
     const effect = d.effect;
-    if (effect.type === 'refinement') {
-      const refinement = effect.refinement as (value: unknown, ctx: IssueFlag) => unknown;
-      // One context per refinement, reused: refinements run synchronously and do not re-enter.
+    if (effect.type === 'refinement' || effect.type === 'transform') {
+      // A refinement keeps the value, a transform replaces it; both report through the context.
+      const apply = effect.type === 'refinement'
+        ? (r: unknown, ctx: IssueFlag) => {
+          (effect.refinement as (value: unknown, ctx: IssueFlag) => unknown)(r, ctx);
+          return r;
+        }
+        : (effect.transform as (value: unknown, ctx: IssueFlag) => unknown);
+      // One context per effect, reused: effects run synchronously and do not re-enter.
       const flag = new IssueFlag();
       return (v) => {
         const r = inner(v);
         if (r === INVALID) return INVALID;
         flag.failed = false;
-        refinement(r, flag);
-        return flag.failed ? INVALID : r;
-      };
-    }
-    if (effect.type === 'transform') {
-      const transform = effect.transform as (value: unknown, ctx: IssueFlag) => unknown;
-      const flag = new IssueFlag();
-      return (v) => {
-        const r = inner(v);
-        if (r === INVALID) return INVALID;
-        flag.failed = false;
-        const out = transform(r, flag);
+        const out = apply(r, flag);
         return flag.failed ? INVALID : out;
       };
     }

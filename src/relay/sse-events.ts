@@ -49,16 +49,3 @@ export class SseReader {
     return this.pending;
   }
 }
-
-/**
- * The events of a byte stream ({@link SseReader} over every read, then its end).
- * @throws GatewayError `upstream_invalid_response` for an event larger than `maxEventBytes`.
- */
-export async function* sseEvents(body: AsyncIterable<Uint8Array>, maxEventBytes = Number.POSITIVE_INFINITY, providerId = 'upstream'): AsyncGenerator<EventSourceMessage> {
-  const reader = new SseReader(maxEventBytes, providerId);
-  for await (const chunk of body) {
-    const events = reader.push(chunk);
-    for (let i = 0; i < events.length; i++) yield events[i]!;
-  }
-  yield* reader.end();
-}
