@@ -61,15 +61,22 @@ describe('response cache × Messages pass-through lane', { skip }, () => {
 
   const post = (body: Json) =>
     fetch(`${gw.origin}/v1/messages`, { method: 'POST', headers: { 'x-api-key': secret, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  /** Wait until the answer of the last miss is in the cache (it is stored after the response). */
+  /**
+   * Wait until the answer of the last miss is in the cache (it is stored after the response),
+   * by reading the cache store itself — a request sent before the entry lands would be a miss
+   * and go upstream — then ask for it.
+   */
   const stored = async (body: Json) => {
+    const entryKey = cacheKey(cacheScope(keyId, []), 'messages', { ...body, op: { cache: true } });
     for (let i = 0; i < 250; i++) {
-      const res = await post({ ...body, op: { cache: true } });
-      if (res.headers.get('x-op-cache') === 'HIT') return res;
-      await res.arrayBuffer();
+      if ((await gw.gateway.runtime().cache.get(entryKey)) !== null) {
+        const res = await post({ ...body, op: { cache: true } });
+        assert.equal(res.headers.get('x-op-cache'), 'HIT');
+        return res;
+      }
       await new Promise((r) => setTimeout(r, 20));
     }
-    throw new Error('no hit within 5 s');
+    throw new Error('the answer was not stored within 5 s');
   };
   const record = async (id: string | null) => {
     await gw.flush();
