@@ -15,7 +15,7 @@
  * `PROFILE_DIR` (where the .cpuprofile stays; default a temp folder).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -34,6 +34,7 @@ const STREAM = process.env.PROFILE_STREAM === '1';
 const SECONDS = Number(process.env.PROFILE_SECONDS ?? 20);
 const CONNECTIONS = Number(process.env.PROFILE_CONNECTIONS ?? 32);
 const DIR = process.env.PROFILE_DIR ? resolve(process.env.PROFILE_DIR) : mkdtempSync(join(os.tmpdir(), 'op-profile-'));
+mkdirSync(DIR, { recursive: true });
 
 interface ProfileNode {
   id: number;
