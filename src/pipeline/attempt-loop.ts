@@ -139,7 +139,8 @@ export async function runAttempts(
         const position = plan.indexOf(planned);
         if (!plan.some((p, i) => i > position && p.target.model.id !== target.model.id)) throw err;
       }
-      rt.log.warn({ reqId: draft.requestId, endpoint: target.id, code: err.code }, 'upstream attempt failed; trying the next endpoint');
+      const last = plan.indexOf(planned) === plan.length - 1;
+      rt.log.warn({ reqId: draft.requestId, endpoint: target.id, code: err.code }, last ? 'upstream attempt failed; no endpoint left to try' : 'upstream attempt failed; trying the next endpoint');
     }
   }
   if (state.clientGone.aborted) throw new GatewayError('client_closed_request', 'the client closed the connection');
