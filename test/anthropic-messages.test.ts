@@ -322,7 +322,8 @@ describe('Anthropic Messages ingress', { skip }, () => {
   test('fallback from a failing anthropic endpoint to an openai one, one record with both attempts', async () => {
     anth.enqueue({ status: 529, json: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } });
     oai.enqueue({ sse: [openaiChunk({ role: 'assistant', content: 'Backup here.' }), openaiChunk({}, 'stop', { prompt_tokens: 8, completion_tokens: 3 })] });
-    const final = await client.messages.stream({ model: 'anthropic/claude-fallback', max_tokens: 50, messages: [{ role: 'user', content: 'Hi' }] }).finalMessage();
+    // provider.order: without it the two endpoints are shuffled by price weight, and the dearer one comes first now and then.
+    const final = await client.messages.stream({ model: 'anthropic/claude-fallback', max_tokens: 50, messages: [{ role: 'user', content: 'Hi' }], provider: { order: ['anth', 'oai'] } } as unknown as Anthropic.MessageStreamParams).finalMessage();
     assert.deepEqual(final.content, [{ type: 'text', text: 'Backup here.' }]);
     const rec = await lastRecord();
     assert.equal(rec.api, 'messages');
