@@ -164,7 +164,7 @@ const RESPONSES_SEEDS: Json[] = [
     op: { retention: 'none' },
     prompt_cache_key: 'kept for a native endpoint',
   },
-  { model: 'm', input: [], tool_choice: 'auto', text: { format: { type: 'text' } }, reasoning: null },
+  { model: 'm', input: [], previous_response_id: 'resp_1', tool_choice: 'auto', text: { format: { type: 'text' } }, reasoning: null },
 ];
 
 const MESSAGES_SEEDS: Json[] = [
@@ -402,6 +402,20 @@ describe('compiled request validators = zod', () => {
       code: 'unsupported_parameter',
       param: 'input[0].type',
     });
+  });
+
+  test('a bad Responses input item is reported against its own type, with the whole path', () => {
+    const refused = (input: unknown, param: string, message: string) =>
+      assert.throws(() => parseResponsesRequest({ model: 'm', input }), { code: 'invalid_request', param, message: `${param}: ${message}` });
+    refused([{ role: 'user', content: 'ok' }, { type: 'message', role: 'wizard', content: 'x' }], 'input[1].role', 'must be one of "user", "assistant", "system", "developer"');
+    refused([{ role: 'user', content: [{ type: 'input_text' }] }], 'input[0].content[0].text', 'is required');
+    refused([{ type: 'function_call', call_id: 'c', arguments: '{}' }], 'input[0].name', 'is required');
+    refused([{ type: 'function_call_output', call_id: 'c', output: 5 }], 'input[0].output', 'must be string, got number');
+    refused([{ role: 'user', content: [{ type: 'input_image', image_url: 5 }] }], 'input[0].content[0].image_url', 'must be string, got number');
+    // Nothing to answer: refused by the gateway, naming input (not an upstream's `messages`).
+    refused([], 'input', 'must not be empty (send a string or at least one input item, or previous_response_id)');
+    refused('', 'input', 'must not be empty (send a string or at least one input item, or previous_response_id)');
+    assert.deepEqual(parseResponsesRequest({ model: 'm', input: [], previous_response_id: 'resp_1' }).input, []);
   });
 
   test('a Messages block of type "toString" is an unknown block kept as sent, not a crash', () => {

@@ -74,6 +74,13 @@ const SUPPORTED_ITEM_TYPES = new Set(['message', 'function_call', 'function_call
 export const inputItem = z.union([message, functionCall, functionCallOutput, reasoning, itemReference]);
 export type InputItem = z.infer<typeof inputItem>;
 
+/**
+ * The schema of each served item type: an item is checked against its own type's schema, so a
+ * bad item's error names its field (`input[1].role`) rather than the union branch zod found
+ * deepest (a message's `content[0].type` measured against `reasoning`).
+ */
+const ITEM_SCHEMAS: Record<string, z.ZodTypeAny> = { message, function_call: functionCall, function_call_output: functionCallOutput, reasoning, item_reference: itemReference };
+
 const functionTool = z
   .object({
     type: z.literal('function'),
@@ -161,6 +168,18 @@ export function parseResponsesRequest(body: unknown): ResponsesRequest {
 }
 
 /**
+ * An empty `input` (`""` or `[]`) with no `previous_response_id` leaves the model nothing to
+ * answer: refused here, naming `input`, rather than by the upstream naming a field of its own.
+ * @throws GatewayError `invalid_request` (400, `param: "input"`).
+ */
+function nonEmpty(req: ResponsesRequest): ResponsesRequest {
+  if (req.input.length === 0 && !req.previous_response_id) {
+    throw new GatewayError('invalid_request', 'input: must not be empty (send a string or at least one input item, or previous_response_id)', { param: 'input' });
+  }
+  return req;
+}
+
+/**
  * {@link parseResponsesRequest} with zod alone: the reference the compiled validators are tested against.
  * @throws GatewayError as {@link parseResponsesRequest}.
  */
@@ -180,7 +199,7 @@ function parseWithZod(obj: Record<string, unknown>): ResponsesRequest {
       if (!SUPPORTED_ITEM_TYPES.has(type)) {
         throw new GatewayError('unsupported_parameter', `input[${i}].type: ${JSON.stringify(type)} items are not supported (message, function_call, function_call_output, reasoning and item_reference are)`, { param: `input[${i}].type` });
       }
-      return check(inputItem, raw, ['input', i]);
+      return check(ITEM_SCHEMAS[type]!, raw, ['input', i]) as InputItem;
     });
   }
   req.tools?.forEach((raw, i) => {
@@ -189,7 +208,7 @@ function parseWithZod(obj: Record<string, unknown>): ResponsesRequest {
     else if (type === 'namespace') check(namespaceTool, raw, ['tools', i]);
     else if (typeof type !== 'string') throw new GatewayError('invalid_request', `tools[${i}].type: is required`, { param: `tools[${i}].type` });
   });
-  return { ...req, input } as ResponsesRequest;
+  return nonEmpty({ ...req, input } as ResponsesRequest);
 }
 
 const fastRequest = compileFastParser(responsesRequestSchema);
@@ -206,6 +225,7 @@ export function fastResponsesRequest(obj: Record<string, unknown>): ResponsesReq
   const req = fastRequest(obj) as z.output<typeof responsesRequestSchema> | typeof INVALID;
   if (req === INVALID) return INVALID;
   let input: string | InputItem[] = typeof req.input === 'string' ? req.input : [];
+  if (req.input.length === 0 && !req.previous_response_id) return INVALID;
   if (Array.isArray(req.input)) {
     input = [];
     for (const raw of req.input) {
@@ -228,8 +248,9 @@ export function fastResponsesRequest(obj: Record<string, unknown>): ResponsesReq
 
 /** Validate one element with `schema`; issues are reported under `path`. */
 function check<T extends z.ZodTypeAny>(schema: T, raw: unknown, path: (string | number)[]): z.infer<T> {
-  const r = schema.safeParse(raw);
-  if (!r.success) throw firstIssueError(r.error.issues.map((iss) => ({ ...iss, path: [...path, ...iss.path] })));
+  // `path` prefixes every issue, those nested in a union's branches too.
+  const r = schema.safeParse(raw, { path });
+  if (!r.success) throw firstIssueError(r.error.issues);
   return r.data;
 }
 
