@@ -117,6 +117,19 @@ describe('POST /v1/embeddings', () => {
     });
   });
 
+  test('a chat request to an embedding model is a 404 naming model, with no upstream call', async () => {
+    const before = calls.length;
+    await assert.rejects(client.chat.completions.create({ model: 'test/embed', messages: [{ role: 'user', content: 'hi' }] }), (err: unknown) => {
+      assert.ok(err instanceof OpenAI.APIError);
+      assert.equal(err.status, 404);
+      assert.equal((err.error as { code: string }).code, 'no_endpoint_available');
+      assert.equal((err.error as { param: string }).param, 'model');
+      assert.equal(err.message.includes('"test/embed" is an embedding model'), true, err.message);
+      return true;
+    });
+    assert.equal(calls.length, before, 'nothing sent upstream');
+  });
+
   test('the model lists its output modality', async () => {
     const res = await fetch(`${gw.baseURL}/models`, { headers: { authorization: `Bearer ${gw.adminKey}` } });
     const body = (await res.json()) as { data: Array<{ id: string; architecture: { output_modalities: string[] } }> };

@@ -20,5 +20,21 @@ export function planAttempts(rt: GatewayRuntime, input: GenerationInput, prompt:
     }
     throw err;
   }
-  return input.ingress.restrictPlan ? input.ingress.restrictPlan(input.request, plan) : plan;
+  if (input.ingress.restrictPlan) return input.ingress.restrictPlan(input.request, plan);
+  return input.ingress.output === 'embeddings' ? plan : withoutEmbeddingEndpoints(input, plan);
+}
+
+/**
+ * A generation (chat, completions, Messages, Responses) is never sent to an embedding model's
+ * endpoint (`embeddings: true`): it would cost an upstream call that can only fail.
+ * @throws GatewayError `no_endpoint_available` (404, `param: "model"`) when every planned
+ *   endpoint is an embeddings endpoint.
+ */
+function withoutEmbeddingEndpoints(input: GenerationInput, plan: PlannedEndpoint[]): PlannedEndpoint[] {
+  if (!plan.some((p) => p.target.endpoint.embeddings)) return plan;
+  const serving = plan.filter((p) => !p.target.endpoint.embeddings);
+  if (serving.length === 0) {
+    throw new GatewayError('no_endpoint_available', `${JSON.stringify(input.chat.model)} is an embedding model (its endpoints declare embeddings: true): send it to /v1/embeddings`, { param: 'model' });
+  }
+  return serving;
 }
