@@ -285,8 +285,16 @@ describe('routes and keys', () => {
     await expectError({ path: '/nope', raw: '' }, { status: 404, code: 'not_found', message: 'no route POST /nope', type: 'not_found_error' });
   });
 
-  test('GET on /v1/chat/completions and /v1/completions → 405', async () => {
-    for (const path of ['/v1/chat/completions', '/v1/completions']) {
+  test('GET on the POST routes → 405', async () => {
+    for (const path of ['/v1/messages', '/v1/messages/count_tokens']) {
+      // Anthropic's envelope on its routes.
+      const res = await fetch(`${gw.origin}${path}`, { headers: { authorization: `Bearer ${gw.adminKey}` } });
+      assert.equal(res.status, 405);
+      const body = (await res.json()) as { type: string; error: { type: string; message: string } };
+      assert.equal(body.type, 'error');
+      assert.equal(body.error.message, `use POST for ${path}`);
+    }
+    for (const path of ['/v1/chat/completions', '/v1/completions', '/v1/responses', '/v1/embeddings']) {
       await expectError({ path, method: 'GET' }, { status: 405, code: 'method_not_allowed', message: `use POST for ${path}` });
     }
   });

@@ -213,7 +213,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
 
   // A known path with a wrong method is a 405, not a 404.
   const allowed: Record<string, string> = {
-    '/v1/chat/completions': 'POST', '/v1/completions': 'POST', '/v1/messages': 'POST', '/v1/responses': 'POST', '/v1/models': 'GET', '/v1/generation': 'GET',
+    '/v1/chat/completions': 'POST', '/v1/completions': 'POST', '/v1/messages': 'POST', '/v1/messages/count_tokens': 'POST', '/v1/responses': 'POST', '/v1/embeddings': 'POST', '/v1/models': 'GET', '/v1/generation': 'GET',
     '/v1/generations': 'GET', '/v1/usage': 'GET', '/v1/key': 'GET', '/health': 'GET', '/ready': 'GET', '/metrics': 'GET',
   };
   for (const [url, method] of Object.entries(allowed)) {
