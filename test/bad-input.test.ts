@@ -206,6 +206,18 @@ describe('body parsing', () => {
     await expectError({ json: GOOD, headers: { 'content-type': 'text/plain' } }, { status: 415, code: 'unsupported_media_type', message: 'send the body as Content-Type: application/json' });
   });
 
+  test('a compressed body (Content-Encoding: gzip or br) → 415 naming content-encoding, not a JSON error with its bytes', async () => {
+    const { gzipSync } = await import('node:zlib');
+    for (const [encoding, raw] of [['gzip', gzipSync(JSON.stringify(GOOD))], ['br', JSON.stringify(GOOD)]] as const) {
+      const res = await fetch(`${gw.baseURL}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json', 'content-encoding': encoding }, body: raw });
+      assert.equal(res.status, 415);
+      const body = (await res.json()) as { error: { code: string; param: string; message: string } };
+      assert.deepEqual([body.error.code, body.error.param, body.error.message], ['unsupported_media_type', 'content-encoding', `the request body is sent with Content-Encoding: ${encoding}; send it uncompressed`]);
+    }
+    const plain = await fetch(`${gw.baseURL}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json', 'content-encoding': 'identity' }, body: '{"model":"test/model"}' });
+    assert.equal(((await plain.json()) as { error: { param: string } }).error.param, 'messages', 'identity is read as sent');
+  });
+
   test('another content type (form) → 415 unsupported_media_type', async () => {
     await expectError({ raw: 'model=test%2Fmodel', headers: { 'content-type': 'application/x-www-form-urlencoded' } }, { status: 415, code: 'unsupported_media_type', message: 'send the body as Content-Type: application/json' });
   });

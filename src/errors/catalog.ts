@@ -56,7 +56,7 @@ export const ERROR_CATALOG = define({
   },
   unsupported_media_type: {
     status: 415, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
-    description: 'The request body is not `application/json`.',
+    description: 'The request body is not `application/json`, or is compressed (`Content-Encoding` other than `identity`: send it uncompressed).',
   },
   body_too_large: {
     status: 413, kind: 'terminal', scope: 'request', type: 'invalid_request_error',

@@ -179,8 +179,13 @@ export function buildGateway(options: GatewayOptions): Gateway {
 
   // JSON only: any other content type (text/plain included) is a 415.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     try {
+      // Bodies are read as sent: a compressed one would only fail as JSON, with its bytes in the message.
+      const encoding = req.headers['content-encoding'];
+      if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity' && encoding.trim() !== '') {
+        throw new GatewayError('unsupported_media_type', `the request body is sent with Content-Encoding: ${encoding.slice(0, 64)}; send it uncompressed`, { param: 'content-encoding' });
+      }
       done(null, parseJsonBody(body as string, runtime.config.server.max_json_depth));
     } catch (err) {
       done(err as Error, undefined);
