@@ -381,7 +381,7 @@ async function keysCommand(sub: string | undefined, arg: string | undefined, val
       for (const k of keys) {
         const s = k.settings;
         const limits = [s.limit !== null ? `limit $${s.limit}/${s.limit_reset}` : 'no limit', s.rate_limit.requests_per_minute ? `${s.rate_limit.requests_per_minute} rpm` : '', s.rate_limit.tokens_per_minute ? `${s.rate_limit.tokens_per_minute} tpm` : ''].filter(Boolean).join(', ');
-        process.stdout.write(`${k.id}\t${k.name}\t${k.prefix}…\t${k.disabled ? 'disabled' : 'active'}\t${limits}\t${new Date(k.createdAt).toISOString()}\n`);
+        process.stdout.write(`${k.id}\t${k.name}\t${k.prefix}…\t${k.disabled ? 'disabled' : k.expiresAt !== null && k.expiresAt <= Date.now() ? 'expired' : 'active'}\t${limits}\t${new Date(k.createdAt).toISOString()}\n`);
       }
       return;
     }

@@ -76,6 +76,16 @@ describe('opinference CLI', { skip }, () => {
     assert.match(listed.stdout, /\tci\top-/);
     assert.equal(listed.stdout.includes(secret), false);
 
+    // A key past its expiry is listed as expired, not active.
+    const old = await run(process.execPath, [CLI, 'keys', 'create', '--name', 'old', '--expires-in-days', '1'], { env });
+    assert.match(old.stdout, /^op-/m);
+    const store = database.open();
+    await store.db.updateTable('api_keys').set({ expires_at: Date.now() - 1000 }).where('name', '=', 'old').execute();
+    await store.close();
+    const relisted = (await run(process.execPath, [CLI, 'keys', 'list'], { env })).stdout;
+    assert.match(relisted, /\told\top-[^\t]*…\texpired\t/);
+    assert.match(relisted, /\tci\top-[^\t]*…\tactive\t/);
+
     const port = await freePort();
     const child: ChildProcess = spawn(process.execPath, [CLI, 'serve'], { env: { ...env, OP_PORT: String(port), OP_HOST: '127.0.0.1' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let logs = '';
