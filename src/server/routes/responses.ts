@@ -6,13 +6,14 @@ import type { ApiKey } from '../../store/keys.js';
 /**
  * `GET /v1/responses/{id}` and `DELETE /v1/responses/{id}`: a stored Responses API object, for
  * the key that created it only (another key, the admin key included, reads a 404). Responses are
- * stored with `store` under a retention that keeps text, until that retention runs out.
+ * stored unless the request sent `store: false`, under a retention that keeps text, until that
+ * retention runs out.
  * @see https://platform.openai.com/docs/api-reference/responses/get
  */
 export function registerResponseRoutes(app: FastifyInstance, rt: () => GatewayRuntime): void {
   const owner = (key: ApiKey) => (key.isAdmin ? null : key.id);
   const notFound = (id: string) =>
-    new GatewayError('not_found', `no stored response ${JSON.stringify(id)} for this key (responses are kept only with store: true and a retention that keeps text, until it runs out)`, { param: 'id' });
+    new GatewayError('not_found', `no stored response ${JSON.stringify(id)} for this key (a response is kept unless its request sent store: false, and only under a retention that keeps text, until that runs out)`, { param: 'id' });
 
   app.get<{ Params: { id: string } }>('/v1/responses/:id', async (req) => {
     const stored = await rt().responses.get(req.params.id, owner(req.apiKey));

@@ -40,7 +40,7 @@ export async function prepareResponsesRequest(req: ResponsesRequest, ctx: Prepar
   if (req.previous_response_id) {
     const previous = await ctx.responses.get(req.previous_response_id, ctx.keyId);
     if (!previous) {
-      throw new GatewayError('not_found', `previous_response_id: no stored response ${JSON.stringify(req.previous_response_id)} for this key (responses are kept only with store and a retention that keeps text, until it runs out)`, { param: 'previous_response_id' });
+      throw new GatewayError('not_found', `previous_response_id: no stored response ${JSON.stringify(req.previous_response_id)} for this key (a response is kept unless its request sent store: false, and only under a retention that keeps text, until that runs out)`, { param: 'previous_response_id' });
     }
     out.input = [...conversationOf(previous), ...inputItems(out)];
   }
@@ -74,7 +74,7 @@ async function resolveReferences(items: InputItem[], ctx: PrepareContext): Promi
     const stored = id === undefined ? undefined : loaded.get(id);
     const found = stored && Array.isArray(stored.response.output) ? (stored.response.output as InputItem[])[Number(m![2])] : undefined;
     if (!found || (found as { id?: unknown }).id !== item.id) {
-      throw new GatewayError('not_found', `input[${i}].id: no stored output item ${JSON.stringify(item.id)} for this key (items are kept with their response only with store and a retention that keeps text)`, { param: `input[${i}].id` });
+      throw new GatewayError('not_found', `input[${i}].id: no stored output item ${JSON.stringify(item.id)} for this key (items are kept with their response: unless its request sent store: false, and only under a retention that keeps text)`, { param: `input[${i}].id` });
     }
     out.push(found);
   }
