@@ -10,7 +10,7 @@ import { REPEATED_HEADER } from '../../ingress/gateway-fields.js';
  * `/v1/completions`, …): the request goes to the pipeline with its adapter, the authenticated
  * key, and a sink over the reply.
  */
-/** The `x-op-cache` request header (the first value when repeated). */
+/** The `x-op-cache` request header as Node gives it (a repeated header arrives as one comma-joined value, which matches neither true nor false and is ignored). */
 function cacheHeader(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
