@@ -453,7 +453,10 @@ describe('OP_LOCAL_MODEL through the CLI', { skip: skip || (existsSync(CLI) ? fa
       assert.equal(seen, 1024, logs);
       const ready = /"contextSize":(\d+)/.exec(logs);
       assert.equal(ready?.[1], '1024', 'the engine reported the context it runs');
-      assert.match(logs, /OP_LOCAL_MODEL: context_length set to what the engine runs/);
+      // The log line is written after the catalog changes, and may reach the pipe a little later.
+      const logged = /OP_LOCAL_MODEL: context_length set to what the engine runs/;
+      for (let i = 0; i < 100 && !logged.test(logs); i++) await sleep(50);
+      assert.match(logs, logged);
       // The router now refuses what the engine could not hold, before any engine call.
       const err = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
         method: 'POST',
