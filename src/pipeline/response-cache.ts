@@ -52,7 +52,6 @@ const ANSWER_HEADERS = ['anthropic-beta'] as const;
  * Whether this request uses the cache (`op.cache`, the `x-op-cache` header, the key's or the
  * model's setting; never retention `none` nor embeddings), and its cache key.
  */
-
 export function planCache(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, key: ApiKey, header: string | undefined, body: unknown): CachePlan | undefined {
   if (input.ingress.output !== 'generation' || !body || typeof body !== 'object') return undefined;
   const op = input.chat.op;
@@ -66,7 +65,7 @@ export function planCache(rt: GatewayRuntime, input: GenerationInput, draft: Gen
   const forwarded: Record<string, string> = {};
   for (const name of ANSWER_HEADERS) {
     const v = input.headers?.[name];
-    if (v !== undefined && input.ingress.forwardHeaders?.includes(name)) forwarded[name] = v;
+    if (v !== undefined) forwarded[name] = v; // input.headers holds only what the API forwards (and session headers)
   }
   return { key: cacheKey(cacheScope(draft.keyId, c.shared_scopes), input.ingress.api, body as Record<string, unknown>, forwarded), ttlMs: ttl * 1000 };
 }

@@ -182,8 +182,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     try {
       // Bodies are read as sent: a compressed one would only fail as JSON, with its bytes in the message.
-      const encoding = req.headers['content-encoding'];
-      if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity' && encoding.trim() !== '') {
+      const encoding = req.headers['content-encoding']?.trim().toLowerCase();
+      if (encoding && encoding !== 'identity') {
         throw new GatewayError('unsupported_media_type', `the request body is sent with Content-Encoding: ${encoding.slice(0, 64)}; send it uncompressed`, { param: 'content-encoding' });
       }
       done(null, parseJsonBody(body as string, runtime.config.server.max_json_depth));

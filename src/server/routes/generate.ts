@@ -10,21 +10,18 @@ import { REPEATED_HEADER } from '../../ingress/gateway-fields.js';
  * `/v1/completions`, …): the request goes to the pipeline with its adapter, the authenticated
  * key, and a sink over the reply.
  */
-/** The `x-op-cache` request header as Node gives it (a repeated header arrives as one comma-joined value, which matches neither true nor false and is ignored). */
-function cacheHeader(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
-}
-
 export function registerGenerateRoutes(app: FastifyInstance, rt: () => GatewayRuntime): void {
   for (const ingress of INGRESS_ADAPTERS) {
     // The headers the API forwards upstream and those that may name the session.
     const forward = ingress.output === 'generation' ? (ingress.forwardHeaders ?? []) : [];
     const sessions = ingress.output === 'generation' ? (ingress.sessionHeaders ?? []) : [];
-    const names = forward.length + sessions.length > 0;
+    const wantsHeaders = forward.length + sessions.length > 0;
     app.post(ingress.path, (req, reply) => {
-      const headers = names ? pickHeaders(req.headers, forward) : undefined;
-      if (headers && sessions.length > 0) Object.assign(headers, pickSessionHeaders(req.raw.rawHeaders, sessions));
-      return serveGeneration(rt(), ingress, req.body, req.apiKey, req.id, new FastifyClientSink(reply), headers, cacheHeader(req.headers['x-op-cache']));
+      const headers = wantsHeaders ? pickHeaders(req.headers, forward) : undefined;
+      // The raw header list is read only when a session header was sent.
+      if (headers && sessions.some((n) => req.headers[n] !== undefined)) Object.assign(headers, pickSessionHeaders(req.raw.rawHeaders, sessions));
+      // Node joins a repeated x-op-cache into one value, which matches neither true nor false and is ignored.
+      return serveGeneration(rt(), ingress, req.body, req.apiKey, req.id, new FastifyClientSink(reply), headers, req.headers['x-op-cache'] as string | undefined);
     });
   }
 }
