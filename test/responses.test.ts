@@ -2,7 +2,9 @@
  * POST /v1/responses and GET /v1/responses/{id} with the official `openai` SDK, against
  * upstreams on port 0: an `openai`-kind one (recorded chat streams and scripted ones) and an
  * `anthropic`-kind one (translation). Every body and stream event is validated against
- * OpenAI's OpenAPI document (`Response`, `ResponseStreamEvent`).
+ * OpenAI's OpenAPI document (`Response`, `ResponseStreamEvent`) and the Open Responses one
+ * (`ResponseResource`, the `*StreamingEvent` schemas); test/responses-schema.test.ts covers the
+ * two documents case by case.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,7 +12,8 @@ import OpenAI from 'openai';
 import { parseConfig } from '../src/config/load.js';
 import { startGateway, type TestGateway } from './helpers/gateway.js';
 import { fixturesAvailable, loadChunks, loadJson, startUpstream, type Upstream } from './helpers/replay-upstream.js';
-import { validateErrorResponse, validateResponse, validateResponseStreamEvent } from './helpers/openapi.js';
+import { validateErrorResponse, validateResponse as validateOpenAIResponse, validateResponseStreamEvent } from './helpers/openapi.js';
+import { validateOpenResponsesResource, validateOpenResponsesStreamEvent } from './helpers/open-responses.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -44,9 +47,15 @@ const textJson = (text: string, prompt = 10, completion = 4) => ({
 
 const weatherTool = { type: 'function' as const, name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false }, strict: true };
 
+/** Errors of a Responses object under both documents (`[]` when valid under both). */
+function validateResponse(value: unknown): string[] {
+  return [...validateOpenAIResponse(value).map((e) => `OpenAI: ${e}`), ...validateOpenResponsesResource(value).map((e) => `Open Responses: ${e}`)];
+}
+
 function assertValidEvents(events: Json[]): void {
   events.forEach((e, i) => {
     assert.deepEqual(validateResponseStreamEvent(e), [], `event ${i} (${e.type}) is not a valid ResponseStreamEvent`);
+    assert.deepEqual(validateOpenResponsesStreamEvent(e), [], `event ${i} (${e.type}) is not a valid Open Responses stream event`);
     assert.equal(e.sequence_number, i, `event ${i} sequence_number`);
   });
 }

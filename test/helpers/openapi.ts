@@ -29,6 +29,11 @@
  *
  * One local schema is added that is not in the document: `CompletionStreamChunk`, see
  * {@link validateCompletionChunk}.
+ *
+ * One field is made nullable where the document contradicts its own examples: `Response.usage`
+ * is a non-nullable `$ref: ResponseUsage`, but the document's `response.created` /
+ * `response.in_progress` examples carry `"usage": null` (usage is not known until the end), and
+ * the Open Responses `ResponseResource` requires `usage` (an object or null).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -176,6 +181,8 @@ function getRegistry(): Registry {
     defs.CompletionStreamChunk = withNullableChunkFields(completion);
   }
 
+  nullableResponseUsage(defs.Response);
+
   const ajv = new Ajv2020({
     strict: false,
     allErrors: true,
@@ -216,6 +223,19 @@ function withNullableChunkFields(base: JsonObject): JsonObject {
     }
   }
   return copy;
+}
+
+/** `usage: null` allowed on the normalised `Response` (see the module comment). */
+function nullableResponseUsage(response: unknown): void {
+  const members = isObject(response) && Array.isArray(response.allOf) ? (response.allOf as unknown[]) : [];
+  for (const member of members) {
+    const props = isObject(member) && isObject(member.properties) ? member.properties : undefined;
+    if (props?.usage !== undefined) {
+      props.usage = { anyOf: [props.usage, { type: 'null' }] };
+      return;
+    }
+  }
+  throw new Error('openapi: Response.usage not found; review nullableResponseUsage');
 }
 
 function isIsoDate(value: string): boolean {

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { GatewayError } from '../../errors/gateway-error.js';
+import { completeStoredResponse } from '../../ingress/openai/responses/response-object.js';
 import type { GatewayRuntime } from '../../pipeline/runtime.js';
 import type { ApiKey } from '../../store/keys.js';
 
@@ -7,7 +8,8 @@ import type { ApiKey } from '../../store/keys.js';
  * `GET /v1/responses/{id}` and `DELETE /v1/responses/{id}`: a stored Responses API object, for
  * the key that created it only (another key, the admin key included, reads a 404). Responses are
  * stored unless the request sent `store: false`, under a retention that keeps text, until that
- * retention runs out.
+ * retention runs out. A response kept by an older gateway gets the settings it lacks (their
+ * defaults), so every body is a complete Response object.
  * @see https://platform.openai.com/docs/api-reference/responses/get
  */
 export function registerResponseRoutes(app: FastifyInstance, rt: () => GatewayRuntime): void {
@@ -18,7 +20,7 @@ export function registerResponseRoutes(app: FastifyInstance, rt: () => GatewayRu
   app.get<{ Params: { id: string } }>('/v1/responses/:id', async (req) => {
     const stored = await rt().responses.get(req.params.id, owner(req.apiKey));
     if (!stored) throw notFound(req.params.id);
-    return stored.response;
+    return completeStoredResponse(stored.response);
   });
   app.delete<{ Params: { id: string } }>('/v1/responses/:id', async (req) => {
     if (!(await rt().responses.delete(req.params.id, owner(req.apiKey)))) throw notFound(req.params.id);

@@ -3,7 +3,7 @@ import type { ChatResult } from '../../../core/chat-result.js';
 import type { GatewayError } from '../../../errors/gateway-error.js';
 import type { ResponseIdentity } from '../../types.js';
 import { encodeReasoningState } from './reasoning-state.js';
-import { functionToolsOf, type ResponsesRequest } from './response-request-schema.js';
+import { functionToolsOf, type ResponsesFunctionTool, type ResponsesRequest } from './response-request-schema.js';
 
 /**
  * The Responses API object and its output items, shared by the response body, the stream
@@ -85,19 +85,86 @@ export function responseError(err: GatewayError): { code: string; message: strin
 }
 
 /**
- * The Response object: the request's settings echoed, `status`, `output`, `usage` (null while in
- * progress). `created` is Unix seconds.
+ * Fields every Response reports with the same value: the gateway runs no background responses,
+ * does not truncate input, and does not learn the upstream's service tier.
+ */
+const FIXED_SETTINGS = { truncation: 'disabled', background: false, service_tier: 'default' } as const;
+const NO_TOOLS: readonly unknown[] = Object.freeze([]);
+const TEXT_FORMAT_DEFAULT = Object.freeze({ format: Object.freeze({ type: 'text' }) });
+
+const numberOr = (v: unknown, fallback: number): number => (typeof v === 'number' && Number.isFinite(v) ? v : fallback);
+const integerOr = <T>(v: unknown, fallback: T): number | T => (Number.isInteger(v) ? (v as number) : fallback);
+const stringOr = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+
+/**
+ * The tools a Response echoes: function tools with `description`, `parameters` and `strict`
+ * always present (null when the request left them out: the upstream's default applied, which
+ * differs between lanes), other tools (namespaces, hosted tools) as sent.
+ */
+function echoedTools(tools: readonly unknown[] | undefined): readonly unknown[] {
+  if (!tools?.length) return NO_TOOLS;
+  return tools.map((t) => {
+    const tool = t as ResponsesFunctionTool;
+    if (tool.type !== 'function') return t;
+    return { ...tool, description: tool.description ?? null, parameters: tool.parameters ?? null, strict: tool.strict ?? null };
+  });
+}
+
+/** `text` as a Response echoes it: a `json_schema` format's `strict` defaults to false (as upstream). */
+function echoedText(req: ResponsesRequest): Record<string, unknown> {
+  const format = req.text?.format;
+  if (!format) return TEXT_FORMAT_DEFAULT;
+  return { format: format.type === 'json_schema' && format.strict == null ? { ...format, strict: false } : format };
+}
+
+/**
+ * The settings part of every Response object of one request, built once per request (a stream
+ * reuses it for each snapshot): the request's settings echoed, defaults where it sent none
+ * (`temperature` / `top_p` 1, `presence_penalty` / `frequency_penalty` / `top_logprobs` 0,
+ * `max_tool_calls` / `safety_identifier` / `prompt_cache_key` null) and {@link FIXED_SETTINGS}.
+ * Every field the Open Responses `ResponseResource` requires is present.
+ * @see https://www.openresponses.org/reference
+ */
+export function responseSettings(req: ResponsesRequest): Record<string, unknown> {
+  const r = req as ResponsesRequest & Record<string, unknown>;
+  return {
+    instructions: req.instructions ?? null,
+    max_output_tokens: req.max_output_tokens ?? null,
+    max_tool_calls: integerOr(r.max_tool_calls, null),
+    parallel_tool_calls: req.parallel_tool_calls ?? true,
+    previous_response_id: req.previous_response_id ?? null,
+    reasoning: req.reasoning ? { effort: req.reasoning.effort ?? null, summary: req.reasoning.summary ?? null } : null,
+    store: req.store === true,
+    temperature: req.temperature ?? 1,
+    top_p: req.top_p ?? 1,
+    presence_penalty: numberOr(r.presence_penalty, 0),
+    frequency_penalty: numberOr(r.frequency_penalty, 0),
+    top_logprobs: integerOr(r.top_logprobs, 0),
+    text: echoedText(req),
+    tool_choice: req.tool_choice ?? 'auto',
+    tools: echoedTools(req.tools),
+    ...FIXED_SETTINGS,
+    safety_identifier: stringOr(r.safety_identifier),
+    prompt_cache_key: stringOr(r.prompt_cache_key),
+    ...(req.user !== undefined ? { user: req.user } : {}),
+    metadata: req.metadata ?? {},
+  };
+}
+
+/**
+ * The Response object: identity, `status`, `output`, `usage` (null while in progress) and the
+ * request's {@link responseSettings}. `created_at` and `completed_at` are Unix seconds.
  */
 export function responseObject(
   ident: ResponseIdentity,
-  req: ResponsesRequest,
+  settings: Record<string, unknown>,
   state: { status: ResponseStatus; output: Record<string, unknown>[]; usage: Record<string, unknown> | null; incomplete?: { reason: string } | null; error?: { code: string; message: string } | null },
 ): Record<string, unknown> {
-  const outputText = state.output
-    .filter((i) => i.type === 'message')
-    .flatMap((i) => i.content as { type: string; text?: string }[])
-    .map((p) => (p.type === 'output_text' ? (p.text ?? '') : ''))
-    .join('');
+  let outputText = '';
+  for (const item of state.output) {
+    if (item.type !== 'message') continue;
+    for (const p of item.content as { type: string; text?: string }[]) if (p.type === 'output_text') outputText += p.text ?? '';
+  }
   return {
     id: ident.id,
     object: 'response',
@@ -106,25 +173,34 @@ export function responseObject(
     completed_at: state.status === 'completed' ? Math.floor(Date.now() / 1000) : null,
     error: state.error ?? null,
     incomplete_details: state.incomplete ?? null,
-    instructions: req.instructions ?? null,
-    max_output_tokens: req.max_output_tokens ?? null,
     model: ident.model,
     output: state.output,
     output_text: outputText,
-    parallel_tool_calls: req.parallel_tool_calls ?? true,
-    previous_response_id: req.previous_response_id ?? null,
-    reasoning: req.reasoning ? { effort: req.reasoning.effort ?? null, summary: req.reasoning.summary ?? null } : null,
-    store: req.store === true,
-    temperature: req.temperature ?? 1,
-    text: { format: req.text?.format ?? { type: 'text' } },
-    tool_choice: req.tool_choice ?? 'auto',
-    tools: req.tools ?? [],
-    top_p: req.top_p ?? 1,
-    truncation: 'disabled',
-    ...(state.usage ? { usage: state.usage } : {}),
-    ...(req.user !== undefined ? { user: req.user } : {}),
-    metadata: req.metadata ?? {},
+    usage: state.usage,
+    ...settings,
   };
+}
+
+/** What a stored Response lacks when it was kept before every setting was written (older gateways). */
+const STORED_DEFAULTS = Object.freeze({
+  usage: null,
+  max_tool_calls: null,
+  presence_penalty: 0,
+  frequency_penalty: 0,
+  top_logprobs: 0,
+  ...FIXED_SETTINGS,
+  safety_identifier: null,
+  prompt_cache_key: null,
+});
+
+/**
+ * A stored Response as `GET /v1/responses/{id}` returns it: the settings a response kept by an
+ * older gateway lacks get the defaults {@link responseSettings} gives an unset field, function
+ * tools their `description` / `parameters` / `strict`. A response kept by this version comes back
+ * unchanged (same fields and values).
+ */
+export function completeStoredResponse(stored: Record<string, unknown>): Record<string, unknown> {
+  return { ...STORED_DEFAULTS, ...stored, tools: echoedTools(Array.isArray(stored.tools) ? stored.tools : undefined) };
 }
 
 /** The output items of a complete result: reasoning, then the message, then function calls. */
@@ -146,5 +222,5 @@ export function resultItems(responseId: string, result: ChatResult, itemStatus: 
 /** The non-streamed response body. */
 export function responseBody(ident: ResponseIdentity, req: ResponsesRequest, result: ChatResult, usage: Usage, costUsd: number): Record<string, unknown> {
   const { status, incomplete } = statusOf(result.finishReason);
-  return responseObject(ident, req, { status, incomplete, output: resultItems(ident.id, result, status === 'completed' ? 'completed' : 'incomplete', namespacesOf(req)), usage: responsesUsage(usage, costUsd) });
+  return responseObject(ident, responseSettings(req), { status, incomplete, output: resultItems(ident.id, result, status === 'completed' ? 'completed' : 'incomplete', namespacesOf(req)), usage: responsesUsage(usage, costUsd) });
 }

@@ -12,6 +12,7 @@ import {
   refusalPart,
   responseError,
   responseObject,
+  responseSettings,
   responsesUsage,
   statusOf,
   type ResponseStatus,
@@ -31,7 +32,10 @@ type OpenItem =
  * (`reasoning_summary_part.*`, `reasoning_summary_text.*`, provider signatures in
  * `encrypted_content`) or a function call (`function_call_arguments.*`) — each between
  * `output_item.added` and `output_item.done`, then `response.completed` or `response.incomplete`
- * (or `error` and `response.failed`). Every event carries a `sequence_number` from 0. Function
+ * (or `error` and `response.failed`). Every event carries a `sequence_number` from 0; each
+ * embedded response is a complete Response object ({@link responseSettings} built once per
+ * stream), `usage: null` until the end. The `error` event carries OpenAI's `code` / `message` /
+ * `param` and the Open Responses `error` object (the `openai` SDK throws it as an `APIError`). Function
  * calls stay open until a block of another kind starts or the response ends, so interleaved
  * arguments of parallel calls still land in their own item.
  * @see https://platform.openai.com/docs/api-reference/responses-streaming
@@ -45,10 +49,11 @@ export function responseStreamEncoder(ident: ResponseIdentity, req: ResponsesReq
   /** Function calls by their tool-call index, until closed. */
   const calls = new Map<number, Extract<OpenItem, { kind: 'tool-call' }>>();
   const namespaces = namespacesOf(req);
+  const settings = responseSettings(req);
 
   const ev = (type: string, fields: Record<string, unknown>): string => `event: ${type}\ndata: ${JSON.stringify({ type, ...fields, sequence_number: seq++ })}\n\n`;
   const snapshot = (status: ResponseStatus, extra: { usage?: Record<string, unknown> | null; incomplete?: { reason: string } | null; error?: { code: string; message: string } | null } = {}) =>
-    responseObject(ident, req, { status, output: output.filter(Boolean), usage: extra.usage ?? null, incomplete: extra.incomplete ?? null, error: extra.error ?? null });
+    responseObject(ident, settings, { status, output: output.filter(Boolean), usage: extra.usage ?? null, incomplete: extra.incomplete ?? null, error: extra.error ?? null });
 
   const start = (): string => {
     if (started) return '';
@@ -164,7 +169,9 @@ export function responseStreamEncoder(ident: ResponseIdentity, req: ResponsesReq
       const text = start() + closeOpen('incomplete') + closeCalls('incomplete');
       const body = err.toBody(requestId);
       final = snapshot('failed', { usage: responsesUsage(usage, costUsd), error: responseError(err) });
-      return text + ev('error', { code: body.code, message: body.message, param: body.param ?? null }) + ev('response.failed', { response: final });
+      // Both shapes of the error event: OpenAI's fields at the top, the Open Responses `error` object.
+      const param = body.param ?? null;
+      return text + ev('error', { code: body.code, message: body.message, param, error: { type: body.type, code: body.code, message: body.message, param } }) + ev('response.failed', { response: final });
     },
     done: () => '',
     response: () => final,
