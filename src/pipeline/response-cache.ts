@@ -3,6 +3,7 @@ import type { ChatResult } from '../core/chat-result.js';
 import type { ToolCall } from '../core/chat-types.js';
 import { ContentBlockFramer } from '../core/content-blocks.js';
 import type { GenerationIngress } from '../ingress/types.js';
+import type { PromptTokens } from '../routing/filters.js';
 import type { ApiKey } from '../store/keys.js';
 import type { ClientSink } from './client-sink.js';
 import { keepResponse } from './keep-response.js';
@@ -10,6 +11,7 @@ import { identityFor, responseHeaders, sendStreamHeaders, type ResponseState, Cl
 import type { GenerationDraft, RelayedAnswer } from './generation-draft.js';
 import type { GenerationInput } from './generation-input.js';
 import { OutputAccumulator } from './output-accumulator.js';
+import { couldServeLive } from './plan.js';
 import type { GatewayRuntime } from './runtime.js';
 
 /**
@@ -71,10 +73,12 @@ export function planCache(rt: GatewayRuntime, input: GenerationInput, draft: Gen
 }
 
 /**
- * Answer from the cache when it holds the request. Returns whether it answered; a store that
- * cannot be read is a miss (logged), never a failed request.
+ * Answer from the cache when it holds the request and the key could get the stored answer live
+ * now ({@link couldServeLive} on the model and endpoint that answered it; else a miss, and the
+ * live answer replaces the entry). Returns whether it answered; a store that cannot be read is a
+ * miss (logged), never a failed request.
  */
-export async function serveFromCache(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, sink: ClientSink, plan: CachePlan): Promise<boolean> {
+export async function serveFromCache(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, key: ApiKey, sink: ClientSink, plan: CachePlan, prompt: PromptTokens): Promise<boolean> {
   const ingress = input.ingress;
   if (ingress.output !== 'generation') return false;
   let value: string | null = null;
@@ -83,8 +87,12 @@ export async function serveFromCache(rt: GatewayRuntime, input: GenerationInput,
   } catch (err) {
     rt.log.warn({ err: (err as Error).message, reqId: draft.requestId }, 'response cache unreachable: answering upstream');
   }
-  const cached = value ? readEntry(value) : undefined;
-  if (value && !cached) rt.log.warn({ reqId: draft.requestId }, 'response cache: an unreadable entry; answering upstream');
+  const entry = value ? readEntry(value) : undefined;
+  if (value && !entry) rt.log.warn({ reqId: draft.requestId }, 'response cache: an unreadable entry; answering upstream');
+  // The entry's key is the request body: whether its answer may go to this key is decided now,
+  // on the endpoint that answered it, against the key's current allowed_models and the request's
+  // models and provider preferences as resolved (presets, variants) — a miss when it may not.
+  const cached = entry && couldServeLive(rt, input, key, entry.servedModel, entry.endpoint, prompt) ? entry : undefined;
   draft.extraHeaders['x-op-cache'] = cached ? 'HIT' : 'MISS';
   rt.metrics.cacheLookups.inc({ result: cached ? 'hit' : 'miss' });
   if (!cached) return false;
