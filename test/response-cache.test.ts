@@ -347,12 +347,15 @@ test('database store: TTL, entry size bound, total size bound (oldest evicted fi
 });
 
 test('Redis store: an entry larger than max_entry_bytes is not stored; others live their TTL', async () => {
-  const { Redis } = await import('ioredis');
+  const { RedisConnection } = await import('../src/redis/redis-connection.js');
   const { RedisResponseCacheStore } = await import('../src/cache/redis-response-cache-store.js');
-  const redis = new Redis(process.env.OP_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379');
+  const quiet = { error() {}, warn() {}, info() {} };
+  const connection = new RedisConnection(process.env.OP_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', { commandTimeoutMs: 2000, connectTimeoutMs: 2000 }, quiet);
+  await connection.waitUntilReady();
+  const redis = connection.client;
   const prefix = `op-test:${process.pid}:${Date.now()}:`;
   try {
-    const store = new RedisResponseCacheStore(redis, { maxEntryBytes: 100, maxTotalBytes: 1000 }, prefix);
+    const store = new RedisResponseCacheStore(connection, { maxEntryBytes: 100, maxTotalBytes: 1000 }, prefix);
     await store.set('big', 'x'.repeat(101), 60_000);
     assert.equal(await store.get('big'), null);
     await store.set('small', 'y'.repeat(100), 60_000);
@@ -361,7 +364,7 @@ test('Redis store: an entry larger than max_entry_bytes is not stored; others li
     assert.ok(ttl > 55_000 && ttl <= 60_000, `ttl ${ttl}`);
   } finally {
     await redis.del(`${prefix}small`);
-    redis.disconnect();
+    await connection.close();
   }
 });
 

@@ -7,7 +7,7 @@
  * policy and the TTL), and an entry lives at most its TTL.
  */
 export interface ResponseCacheStore {
-  /** The value under `key`, or null when absent or expired. */
+  /** The value under `key`, or null when absent or expired (Redis: also while it is unavailable, at once). */
   get(key: string): Promise<string | null>;
   /** Store `value` under `key` for `ttlMs` ms; a value larger than the entry bound is skipped. */
   set(key: string, value: string, ttlMs: number): Promise<void>;
