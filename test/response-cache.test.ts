@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cacheKey, cacheScope, cacheTtlSeconds, canonicalJson } from '../src/cache/cache-key.js';
 import { DatabaseResponseCacheStore } from '../src/cache/database-response-cache-store.js';
+import { CACHE_BYPASS_WARNING } from '../src/pipeline/response-cache.js';
 import { openDatabase } from '../src/store/database.js';
 import { migrate } from '../src/store/migrations.js';
 
@@ -149,14 +150,32 @@ describe('exact response cache', () => {
     assert.equal(((await second.json()) as Json).choices[0].message.content, 'two');
   });
 
-  test('retention none is never cached', async () => {
+  test('retention none is never cached: an explicit ask is answered x-op-cache: BYPASS, and the record says why', async () => {
     const body = fresh({ op: { cache: true, retention: 'none' } });
     up.enqueue(answer('secret one'), answer('secret two'));
-    await (await post(keyA, body)).text();
+    const first = await post(keyA, body);
+    assert.equal(first.headers.get('x-op-cache'), 'BYPASS');
+    await first.text();
     await sleep(200);
     const res = await post(keyA, body);
-    assert.equal(res.headers.get('x-op-cache'), null);
-    assert.equal(((await res.json()) as Json).choices[0].message.content, 'secret two');
+    assert.equal(res.headers.get('x-op-cache'), 'BYPASS');
+    const json = await res.json() as Json;
+    assert.equal(json.choices[0].message.content, 'secret two');
+    assert.deepEqual(JSON.parse((await record(json.id)).detail).warnings, [CACHE_BYPASS_WARNING]);
+    // The header form, streamed; /v1/generation shows the warning.
+    up.enqueue(answer('secret three'));
+    const streamed = await post(keyA, fresh({ op: { retention: 'none' }, stream: true }), { 'x-op-cache': 'true' });
+    assert.equal(streamed.headers.get('x-op-cache'), 'BYPASS');
+    await streamed.text();
+    const id = streamed.headers.get('x-op-generation-id')!;
+    await gw.flush();
+    const api = await (await fetch(`${gw.baseURL}/generation?id=${id}`, { headers: { authorization: `Bearer ${keyA}` } })).json() as Json;
+    assert.deepEqual(api.data.warnings, [CACHE_BYPASS_WARNING]);
+    // Not asked by the request (no op.cache, no header): nothing to bypass, no header.
+    up.enqueue(answer('secret four'));
+    const plain = await post(keyA, fresh({ op: { retention: 'none' } }));
+    assert.equal(plain.headers.get('x-op-cache'), null);
+    assert.deepEqual(JSON.parse((await record(((await plain.json()) as Json).id)).detail).warnings, []);
   });
 
   test('errors and partial streams are never cached', async () => {

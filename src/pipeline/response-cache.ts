@@ -51,16 +51,32 @@ export interface CachePlan {
 const ANSWER_HEADERS = ['anthropic-beta'] as const;
 
 /**
+ * The record's warning when a request asks for the cache itself (`op.cache: true`,
+ * `x-op-cache: true`) under retention `none`; the response then carries `x-op-cache: BYPASS`.
+ */
+export const CACHE_BYPASS_WARNING = 'response cache bypassed: the request asked for it (op.cache or x-op-cache: true) but its retention is none, and a cache entry holds the answer\'s text; nothing was looked up or stored';
+
+/**
  * Whether this request uses the cache (`op.cache`, the `x-op-cache` header, the key's or the
- * model's setting; never retention `none` nor embeddings), and its cache key.
+ * model's setting; never retention `none` nor embeddings), and its cache key. A request that
+ * asks for the cache itself under retention `none` gets `x-op-cache: BYPASS` and
+ * {@link CACHE_BYPASS_WARNING} in its record (the key's or model's setting under `none` stays silent).
  */
 export function planCache(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, key: ApiKey, header: string | undefined, body: unknown): CachePlan | undefined {
   if (input.ingress.output !== 'generation' || !body || typeof body !== 'object') return undefined;
   const op = input.chat.op;
   const fromHeader = header === undefined ? undefined : header.trim().toLowerCase() === 'true' ? true : header.trim().toLowerCase() === 'false' ? false : undefined;
   const c = rt.config.cache;
+  const request = op?.cache ?? fromHeader;
+  if (request === true && draft.retention === 'none') {
+    // Asked for explicitly, refused by retention: the client and the record say so.
+    draft.extraHeaders['x-op-cache'] = 'BYPASS';
+    (input.chat.warnings ??= []).push(CACHE_BYPASS_WARNING);
+    draft.warnings.push(CACHE_BYPASS_WARNING);
+    return undefined;
+  }
   const ttl = cacheTtlSeconds(
-    { request: op?.cache ?? fromHeader, requestTtl: op?.cache_ttl, key: key.settings.cache, model: rt.catalog.models.get(input.chat.model)?.model.cache },
+    { request, requestTtl: op?.cache_ttl, key: key.settings.cache, model: rt.catalog.models.get(input.chat.model)?.model.cache },
     draft.retention === 'none', c.default_ttl_s, c.max_ttl_s,
   );
   if (ttl === undefined) return undefined;
