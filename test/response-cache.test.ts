@@ -129,6 +129,54 @@ describe('exact response cache', () => {
     assert.equal(next.status, 200);
   });
 
+  test('DELETE /v1/responses/{id} removes its text everywhere: the stored response, the record\'s text, the cache entry it made or came from', async () => {
+    const headers = { authorization: `Bearer ${keyA}`, 'content-type': 'application/json', 'x-op-cache': 'true' };
+    const send = (b: Json) => fetch(`${gw.baseURL}/responses`, { method: 'POST', headers, body: JSON.stringify(b) });
+    const del = (id: string) => fetch(`${gw.baseURL}/responses/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${keyA}` } });
+    const textOf = async (id: string) => {
+      await gw.flush();
+      return (await gw.store.db.selectFrom('generations').select(['content', 'status']).where('id', '=', id).executeTakeFirstOrThrow());
+    };
+    for (const stream of [false, true]) {
+      const body = { model: 'test/model', input: `delete me ${stream} ${++n}` };
+      const entry = cacheKey(cacheScope(keyAId, []), 'responses', body);
+      up.enqueue(stream ? { sse: [JSON.stringify({ choices: [{ index: 0, delta: { content: 'forget this text' }, finish_reason: 'stop' }], usage: { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 } })] } : answer('forget this text'));
+      const live = await send({ ...body, stream });
+      assert.equal(live.headers.get('x-op-cache'), 'MISS');
+      const id = live.headers.get('x-op-generation-id')!;
+      assert.match(await live.text(), /forget this text/);
+      // The entry exists once the stored response can be found (it is written first).
+      assert.match((await gw.gateway.runtime().cache.get(entry)) ?? '', /forget this text/, `stream ${stream}`);
+      // Deleted at once, while its record may still be queued.
+      const gone = await del(id);
+      assert.equal(gone.status, 200);
+      assert.deepEqual(await gone.json(), { id, object: 'response', deleted: true });
+      assert.equal(await gw.gateway.runtime().cache.get(entry), null, 'the cache entry it made is gone');
+      assert.equal((await fetch(`${gw.baseURL}/responses/${id}`, { headers: { authorization: `Bearer ${keyA}` } })).status, 404);
+      const rec = await textOf(id);
+      assert.equal(rec.content, null, 'the record keeps no text');
+      assert.equal(rec.status, 'success', 'the record itself stays');
+      assert.equal((await del(id)).status, 404);
+    }
+
+    // A hit: deleting it deletes the entry it was answered from.
+    const body = { model: 'test/model', input: `delete the hit ${++n}` };
+    const entry = cacheKey(cacheScope(keyAId, []), 'responses', body);
+    up.enqueue(answer('cached then deleted'));
+    await (await send(body)).text();
+    const hit = await send(body);
+    assert.equal(hit.headers.get('x-op-cache'), 'HIT');
+    const hitId = ((await hit.json()) as Json).id as string;
+    assert.match((await textOf(hitId)).content ?? '', /cached then deleted/);
+    assert.equal((await del(hitId)).status, 200);
+    assert.equal(await gw.gateway.runtime().cache.get(entry), null);
+    assert.equal((await textOf(hitId)).content, null);
+    up.enqueue(answer('asked again'));
+    const again = await send(body);
+    assert.equal(again.headers.get('x-op-cache'), 'MISS');
+    assert.match(await again.text(), /asked again/);
+  });
+
   test('two keys: a key never sees another key\'s cached answer', async () => {
     const body = fresh({ op: { cache: true } });
     up.enqueue(answer('for key a'));

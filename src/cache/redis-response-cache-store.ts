@@ -31,6 +31,12 @@ export class RedisResponseCacheStore implements ResponseCacheStore {
     await this.redis.set(this.prefix + key, value, 'PX', Math.max(1, Math.round(ttlMs))).catch((err: unknown) => this.failed(err));
   }
 
+  /** Delete the entry. @throws an `Error` at once while Redis is unavailable, else the command's error (noted on the connection). */
+  async delete(key: string): Promise<void> {
+    if (!this.connection.available) throw new Error('the response cache (Redis) is unavailable');
+    await this.redis.del(this.prefix + key).catch((err: unknown) => this.failed(err));
+  }
+
   private failed(err: unknown): never {
     this.connection.noteFailure(err);
     throw err;

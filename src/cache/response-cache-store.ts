@@ -11,6 +11,11 @@ export interface ResponseCacheStore {
   get(key: string): Promise<string | null>;
   /** Store `value` under `key` for `ttlMs` ms; a value larger than the entry bound is skipped. */
   set(key: string, value: string, ttlMs: number): Promise<void>;
+  /**
+   * Remove the entry under `key` (absent is fine). Unlike a read it never fails quietly: it
+   * throws when the store cannot be reached, so a caller that must forget text knows it did not.
+   */
+  delete(key: string): Promise<void>;
   close(): Promise<void>;
 }
 

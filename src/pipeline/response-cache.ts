@@ -195,10 +195,23 @@ function readEntry(value: string): CachedAnswer | undefined {
 
 /**
  * Store a finished generation's answer: only a success that ended normally (no error, no cut
- * stream, not cancelled) and whose text retention keeps. Never waits: a store failure is logged.
+ * stream, not cancelled) and whose text retention keeps, and not twice (a kept response stores
+ * it first: {@link writeToCache}). Never waits: a store failure is logged.
  */
 export function storeInCache(rt: GatewayRuntime, draft: GenerationDraft, plan: CachePlan): void {
-  if (draft.cacheHit || draft.status !== 'success' || draft.cancelled || !draft.content || draft.finishReason === null || draft.finishReason === 'error') return;
+  if (draft.cacheStored) return;
+  void writeToCache(rt, draft, plan);
+}
+
+/**
+ * Write the draft's answer to the cache now, when it is one to store (see {@link storeInCache});
+ * resolves once written or failed (a failure is logged, never thrown). A response that is kept
+ * (Responses' `store`) is written to the cache before it is stored, so when a client can find the
+ * stored response (and delete it) the cache entry it names exists already.
+ */
+export async function writeToCache(rt: GatewayRuntime, draft: GenerationDraft, plan: CachePlan): Promise<void> {
+  if (draft.cacheHit || draft.cacheStored || draft.status !== 'success' || draft.cancelled || !draft.content || draft.finishReason === null || draft.finishReason === 'error') return;
+  draft.cacheStored = true;
   const out = draft.content.output as { content?: string | null; reasoning?: string; tool_calls?: ToolCall[] };
   const answer: CachedAnswer = {
     v: 1,
@@ -209,5 +222,5 @@ export function storeInCache(rt: GatewayRuntime, draft: GenerationDraft, plan: C
     upstreamModel: draft.upstreamModel,
     ...(draft.relayed ? { relayed: draft.relayed } : {}),
   };
-  rt.cache.set(plan.key, JSON.stringify(answer), plan.ttlMs).catch((err: Error) => rt.log.warn({ err: err.message, reqId: draft.requestId }, 'could not store an answer in the response cache'));
+  await rt.cache.set(plan.key, JSON.stringify(answer), plan.ttlMs).catch((err: Error) => rt.log.warn({ err: err.message, reqId: draft.requestId }, 'could not store an answer in the response cache'));
 }

@@ -59,6 +59,8 @@ export async function serveGeneration(
   }
   const prompt = new PromptSize(input.chat.messages, input.chat.tools);
   const cache = planCache(rt, input, draft, key, cacheHeader, body);
+  // A stored response names its entry (keep-response.ts), a hit's included.
+  draft.cachePlan = cache;
   if (cache && (await serveCached(rt, input, draft, key, sink, cache, prompt))) return;
   // A pass-through answer is stored as it was relayed (response-cache.ts).
   if (cache) draft.keepRelayed = true;
