@@ -219,6 +219,15 @@ test('a frozen Redis costs the response cache one command timeout, then misses a
       hit = await cached('stored before the freeze');
     }
     assert.equal(hit.cache, 'HIT', 'the cache works before the freeze');
+    // A stored response with a cache entry, to delete while Redis is frozen.
+    const admin = { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json' };
+    const made = await fetch(`${gw.baseURL}/responses`, { method: 'POST', headers: { ...admin, 'x-op-cache': 'true' }, body: JSON.stringify({ model: 'test/model', input: 'to delete' }) });
+    assert.equal(made.status, 200);
+    const responseId = ((await made.json()) as { id: string }).id;
+    const deleteResponse = async () => {
+      const res = await fetch(`${gw.baseURL}/responses/${responseId}`, { method: 'DELETE', headers: admin, signal: AbortSignal.timeout(5000) });
+      return { status: res.status, code: ((await res.json()) as { error?: { code: string } }).error?.code };
+    };
 
     redis.child.kill('SIGSTOP');
     frozen = true;
@@ -230,6 +239,9 @@ test('a frozen Redis costs the response cache one command timeout, then misses a
     assert.deepEqual(during.map((r) => r.status), Array(N).fill(200));
     assert.deepEqual(during.map((r) => r.cache), Array(N).fill('MISS'));
     assert.equal(slow, 1, 'only the first request waits the command timeout');
+    // Its cache entry cannot be deleted: nothing is, and the client is told to retry.
+    assert.deepEqual(await deleteResponse(), { status: 503, code: 'response_cache_unavailable' });
+    assert.equal((await fetch(`${gw.baseURL}/responses/${responseId}`, { headers: admin })).status, 200, 'the stored response is still there');
 
     redis.child.kill('SIGCONT');
     frozen = false;
@@ -239,6 +251,8 @@ test('a frozen Redis costs the response cache one command timeout, then misses a
       again = await cached('stored before the freeze');
     }
     assert.equal(again.cache, 'HIT', 'the cache answers again once Redis does');
+    assert.deepEqual(await deleteResponse(), { status: 200, code: undefined });
+    assert.equal((await fetch(`${gw.baseURL}/responses/${responseId}`, { headers: admin })).status, 404);
   } finally {
     if (frozen) redis.child.kill('SIGCONT');
     await gw.close();

@@ -429,6 +429,9 @@ test('Redis store: an entry larger than max_entry_bytes is not stored; others li
     assert.equal(await store.get('small'), 'y'.repeat(100));
     const ttl = await redis.pttl(`${prefix}small`);
     assert.ok(ttl > 55_000 && ttl <= 60_000, `ttl ${ttl}`);
+    await store.delete('small');
+    assert.equal(await redis.exists(`${prefix}small`), 0);
+    await store.delete('never-stored');
   } finally {
     await redis.del(`${prefix}small`);
     await connection.close();
