@@ -222,5 +222,9 @@ export async function writeToCache(rt: GatewayRuntime, draft: GenerationDraft, p
     upstreamModel: draft.upstreamModel,
     ...(draft.relayed ? { relayed: draft.relayed } : {}),
   };
-  await rt.cache.set(plan.key, JSON.stringify(answer), plan.ttlMs).catch((err: Error) => rt.log.warn({ err: err.message, reqId: draft.requestId }, 'could not store an answer in the response cache'));
+  try {
+    await rt.cache.set(plan.key, JSON.stringify(answer), plan.ttlMs);
+  } catch (err) {
+    rt.log.warn({ err: (err as Error).message, reqId: draft.requestId }, 'could not store an answer in the response cache');
+  }
 }
