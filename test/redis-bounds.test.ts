@@ -6,6 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
@@ -157,4 +158,105 @@ test('Redis commands time out, the gateway waits for Redis at start, key creatio
   });
 
   await upstream.close();
+});
+
+/** A free TCP port on 127.0.0.1 (for a private redis-server). */
+async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as AddressInfo).port;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
+}
+
+/** A private redis-server (never the shared one: this test freezes it with SIGSTOP). */
+async function startPrivateRedis(): Promise<{ url: string; child: ChildProcess }> {
+  const port = await freePort();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const url = `redis://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i++) {
+    const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    r.on('error', () => {});
+    const up = await r.connect().then(() => true, () => false);
+    r.disconnect();
+    if (up) return { url, child };
+    await new Promise((res) => setTimeout(res, 50));
+  }
+  child.kill('SIGKILL');
+  throw new Error('the private redis-server did not start');
+}
+
+const hasRedisServer = await new Promise<boolean>((resolve) => {
+  const probe = spawn('redis-server', ['--version'], { stdio: 'ignore' });
+  probe.on('error', () => resolve(false));
+  probe.on('exit', (code) => resolve(code === 0));
+});
+
+test('a frozen Redis costs the response cache one command timeout, then misses at once until it answers again (issue 18 §3)', { skip: !hasRedisServer && 'redis-server is not installed' }, async (t) => {
+  const COMMAND_TIMEOUT_MS = 800;
+  const N = 8;
+  const redis = await startPrivateRedis();
+  const upstream = await startUpstream();
+  upstream.setDefault(completion);
+  const gw = await startGateway(oneModelConfig(upstream.url, { root: { retention: 30, redis: { command_timeout_ms: COMMAND_TIMEOUT_MS } } }), { redisUrl: redis.url });
+  const cached = async (content: string) => {
+    const started = performance.now();
+    const res = await fetch(`${gw.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json', 'x-op-cache': 'true' },
+      body: JSON.stringify({ model: 'test/model', messages: [{ role: 'user', content }] }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    await res.text();
+    return { status: res.status, cache: res.headers.get('x-op-cache'), ms: performance.now() - started };
+  };
+  let frozen = false;
+  try {
+    await cached('stored before the freeze');
+    let hit = await cached('stored before the freeze');
+    for (let i = 0; i < 50 && hit.cache !== 'HIT'; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      hit = await cached('stored before the freeze');
+    }
+    assert.equal(hit.cache, 'HIT', 'the cache works before the freeze');
+    // A stored response with a cache entry, to delete while Redis is frozen.
+    const admin = { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json' };
+    const made = await fetch(`${gw.baseURL}/responses`, { method: 'POST', headers: { ...admin, 'x-op-cache': 'true' }, body: JSON.stringify({ model: 'test/model', input: 'to delete' }) });
+    assert.equal(made.status, 200);
+    const responseId = ((await made.json()) as { id: string }).id;
+    const deleteResponse = async () => {
+      const res = await fetch(`${gw.baseURL}/responses/${responseId}`, { method: 'DELETE', headers: admin, signal: AbortSignal.timeout(5000) });
+      return { status: res.status, code: ((await res.json()) as { error?: { code: string } }).error?.code };
+    };
+
+    redis.child.kill('SIGSTOP');
+    frozen = true;
+    const during = [];
+    for (let i = 0; i < N; i++) during.push(await cached(i % 2 === 0 ? 'stored before the freeze' : `asked while frozen ${i}`));
+    // Slow: waited out the command timeout (a cache lookup is the only Redis call of these requests).
+    const slow = during.filter((r) => r.ms >= COMMAND_TIMEOUT_MS).length;
+    t.diagnostic(`frozen Redis: ${slow} of ${N} cached requests waited the ${COMMAND_TIMEOUT_MS} ms command timeout; times ${during.map((r) => r.ms.toFixed(0)).join(', ')} ms`);
+    assert.deepEqual(during.map((r) => r.status), Array(N).fill(200));
+    assert.deepEqual(during.map((r) => r.cache), Array(N).fill('MISS'));
+    assert.equal(slow, 1, 'only the first request waits the command timeout');
+    // Its cache entry cannot be deleted: nothing is, and the client is told to retry.
+    assert.deepEqual(await deleteResponse(), { status: 503, code: 'response_cache_unavailable' });
+    assert.equal((await fetch(`${gw.baseURL}/responses/${responseId}`, { headers: admin })).status, 200, 'the stored response is still there');
+
+    redis.child.kill('SIGCONT');
+    frozen = false;
+    let again = await cached('stored before the freeze');
+    for (let i = 0; i < 50 && again.cache !== 'HIT'; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      again = await cached('stored before the freeze');
+    }
+    assert.equal(again.cache, 'HIT', 'the cache answers again once Redis does');
+    assert.deepEqual(await deleteResponse(), { status: 200, code: undefined });
+    assert.equal((await fetch(`${gw.baseURL}/responses/${responseId}`, { headers: admin })).status, 404);
+  } finally {
+    if (frozen) redis.child.kill('SIGCONT');
+    await gw.close();
+    await upstream.close();
+    redis.child.kill('SIGKILL');
+  }
 });

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cacheKey, cacheScope, cacheTtlSeconds, canonicalJson } from '../src/cache/cache-key.js';
 import { DatabaseResponseCacheStore } from '../src/cache/database-response-cache-store.js';
+import { CACHE_BYPASS_WARNING } from '../src/pipeline/response-cache.js';
 import { openDatabase } from '../src/store/database.js';
 import { migrate } from '../src/store/migrations.js';
 
@@ -128,6 +129,54 @@ describe('exact response cache', () => {
     assert.equal(next.status, 200);
   });
 
+  test('DELETE /v1/responses/{id} removes its text everywhere: the stored response, the record\'s text, the cache entry it made or came from', async () => {
+    const headers = { authorization: `Bearer ${keyA}`, 'content-type': 'application/json', 'x-op-cache': 'true' };
+    const send = (b: Json) => fetch(`${gw.baseURL}/responses`, { method: 'POST', headers, body: JSON.stringify(b) });
+    const del = (id: string) => fetch(`${gw.baseURL}/responses/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${keyA}` } });
+    const textOf = async (id: string) => {
+      await gw.flush();
+      return (await gw.store.db.selectFrom('generations').select(['content', 'status']).where('id', '=', id).executeTakeFirstOrThrow());
+    };
+    for (const stream of [false, true]) {
+      const body = { model: 'test/model', input: `delete me ${stream} ${++n}` };
+      const entry = cacheKey(cacheScope(keyAId, []), 'responses', body);
+      up.enqueue(stream ? { sse: [JSON.stringify({ choices: [{ index: 0, delta: { content: 'forget this text' }, finish_reason: 'stop' }], usage: { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 } })] } : answer('forget this text'));
+      const live = await send({ ...body, stream });
+      assert.equal(live.headers.get('x-op-cache'), 'MISS');
+      const id = live.headers.get('x-op-generation-id')!;
+      assert.match(await live.text(), /forget this text/);
+      // The entry exists once the stored response can be found (it is written first).
+      assert.match((await gw.gateway.runtime().cache.get(entry)) ?? '', /forget this text/, `stream ${stream}`);
+      // Deleted at once, while its record may still be queued.
+      const gone = await del(id);
+      assert.equal(gone.status, 200);
+      assert.deepEqual(await gone.json(), { id, object: 'response', deleted: true });
+      assert.equal(await gw.gateway.runtime().cache.get(entry), null, 'the cache entry it made is gone');
+      assert.equal((await fetch(`${gw.baseURL}/responses/${id}`, { headers: { authorization: `Bearer ${keyA}` } })).status, 404);
+      const rec = await textOf(id);
+      assert.equal(rec.content, null, 'the record keeps no text');
+      assert.equal(rec.status, 'success', 'the record itself stays');
+      assert.equal((await del(id)).status, 404);
+    }
+
+    // A hit: deleting it deletes the entry it was answered from.
+    const body = { model: 'test/model', input: `delete the hit ${++n}` };
+    const entry = cacheKey(cacheScope(keyAId, []), 'responses', body);
+    up.enqueue(answer('cached then deleted'));
+    await (await send(body)).text();
+    const hit = await send(body);
+    assert.equal(hit.headers.get('x-op-cache'), 'HIT');
+    const hitId = ((await hit.json()) as Json).id as string;
+    assert.match((await textOf(hitId)).content ?? '', /cached then deleted/);
+    assert.equal((await del(hitId)).status, 200);
+    assert.equal(await gw.gateway.runtime().cache.get(entry), null);
+    assert.equal((await textOf(hitId)).content, null);
+    up.enqueue(answer('asked again'));
+    const again = await send(body);
+    assert.equal(again.headers.get('x-op-cache'), 'MISS');
+    assert.match(await again.text(), /asked again/);
+  });
+
   test('two keys: a key never sees another key\'s cached answer', async () => {
     const body = fresh({ op: { cache: true } });
     up.enqueue(answer('for key a'));
@@ -149,14 +198,32 @@ describe('exact response cache', () => {
     assert.equal(((await second.json()) as Json).choices[0].message.content, 'two');
   });
 
-  test('retention none is never cached', async () => {
+  test('retention none is never cached: an explicit ask is answered x-op-cache: BYPASS, and the record says why', async () => {
     const body = fresh({ op: { cache: true, retention: 'none' } });
     up.enqueue(answer('secret one'), answer('secret two'));
-    await (await post(keyA, body)).text();
+    const first = await post(keyA, body);
+    assert.equal(first.headers.get('x-op-cache'), 'BYPASS');
+    await first.text();
     await sleep(200);
     const res = await post(keyA, body);
-    assert.equal(res.headers.get('x-op-cache'), null);
-    assert.equal(((await res.json()) as Json).choices[0].message.content, 'secret two');
+    assert.equal(res.headers.get('x-op-cache'), 'BYPASS');
+    const json = await res.json() as Json;
+    assert.equal(json.choices[0].message.content, 'secret two');
+    assert.deepEqual(JSON.parse((await record(json.id)).detail).warnings, [CACHE_BYPASS_WARNING]);
+    // The header form, streamed; /v1/generation shows the warning.
+    up.enqueue(answer('secret three'));
+    const streamed = await post(keyA, fresh({ op: { retention: 'none' }, stream: true }), { 'x-op-cache': 'true' });
+    assert.equal(streamed.headers.get('x-op-cache'), 'BYPASS');
+    await streamed.text();
+    const id = streamed.headers.get('x-op-generation-id')!;
+    await gw.flush();
+    const api = await (await fetch(`${gw.baseURL}/generation?id=${id}`, { headers: { authorization: `Bearer ${keyA}` } })).json() as Json;
+    assert.deepEqual(api.data.warnings, [CACHE_BYPASS_WARNING]);
+    // Not asked by the request (no op.cache, no header): nothing to bypass, no header.
+    up.enqueue(answer('secret four'));
+    const plain = await post(keyA, fresh({ op: { retention: 'none' } }));
+    assert.equal(plain.headers.get('x-op-cache'), null);
+    assert.deepEqual(JSON.parse((await record(((await plain.json()) as Json).id)).detail).warnings, []);
   });
 
   test('errors and partial streams are never cached', async () => {
@@ -347,21 +414,27 @@ test('database store: TTL, entry size bound, total size bound (oldest evicted fi
 });
 
 test('Redis store: an entry larger than max_entry_bytes is not stored; others live their TTL', async () => {
-  const { Redis } = await import('ioredis');
+  const { RedisConnection } = await import('../src/redis/redis-connection.js');
   const { RedisResponseCacheStore } = await import('../src/cache/redis-response-cache-store.js');
-  const redis = new Redis(process.env.OP_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379');
+  const quiet = { error() {}, warn() {}, info() {} };
+  const connection = new RedisConnection(process.env.OP_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', { commandTimeoutMs: 2000, connectTimeoutMs: 2000 }, quiet);
+  await connection.waitUntilReady();
+  const redis = connection.client;
   const prefix = `op-test:${process.pid}:${Date.now()}:`;
   try {
-    const store = new RedisResponseCacheStore(redis, { maxEntryBytes: 100, maxTotalBytes: 1000 }, prefix);
+    const store = new RedisResponseCacheStore(connection, { maxEntryBytes: 100, maxTotalBytes: 1000 }, prefix);
     await store.set('big', 'x'.repeat(101), 60_000);
     assert.equal(await store.get('big'), null);
     await store.set('small', 'y'.repeat(100), 60_000);
     assert.equal(await store.get('small'), 'y'.repeat(100));
     const ttl = await redis.pttl(`${prefix}small`);
     assert.ok(ttl > 55_000 && ttl <= 60_000, `ttl ${ttl}`);
+    await store.delete('small');
+    assert.equal(await redis.exists(`${prefix}small`), 0);
+    await store.delete('never-stored');
   } finally {
     await redis.del(`${prefix}small`);
-    redis.disconnect();
+    await connection.close();
   }
 });
 
@@ -370,4 +443,154 @@ test('a key id in two shared_scopes groups is refused at load, naming both group
   const config = oneModelConfig('http://127.0.0.1:9', { root: {}, model: {} });
   assert.throws(() => parseConfig({ ...config, cache: { shared_scopes: [['k1', 'k2'], ['k3', 'k2']] } }, 'test'), /cache\.shared_scopes\[1\]\[1\]: key k2 is in shared_scopes groups 0 and 1; a key may be in one group only/);
   assert.deepEqual(parseConfig({ ...config, cache: { shared_scopes: [['k1', 'k2'], ['k3', 'k4']] } }, 'test').cache.shared_scopes, [['k1', 'k2'], ['k3', 'k4']]);
+});
+
+/**
+ * Issue 18 §3: a hit never returns what the key could not get live now. The entry's key is the
+ * request body, so the same body can reach an entry answered by a model or provider this key,
+ * today, may not use: a shared scope, a narrowed `allowed_models`, or `models` / `provider` as a
+ * preset now resolves them. Each such lookup is a miss, and the live answer comes from what the
+ * request may reach.
+ */
+describe('response cache × permissions: a hit only from what the key could get live', () => {
+  let up1: Upstream;
+  let up2: Upstream;
+  let gw: TestGateway;
+  let config: Json;
+  let open: { secret: string; id: string };
+  let onlyA: { secret: string; id: string };
+  let scopes: string[][];
+  let n = 0;
+  const unique = () => [{ role: 'user', content: `permission question ${++n} ${Date.now()}` }];
+  const admin = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${gw.baseURL}${path}`, { method, headers: { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    return { status: res.status, body: await res.json() as Json };
+  };
+  const post = async (key: string, body: Json) => {
+    const res = await fetch(`${gw.baseURL}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const json = await res.json() as Json;
+    return { status: res.status, cache: res.headers.get('x-op-cache'), content: json.choices?.[0]?.message?.content as string | undefined, model: json.model as string | undefined };
+  };
+  const reload = async (change: (c: Json) => void) => {
+    change(config);
+    const { parseConfig } = await import('../src/config/load.js');
+    gw.gateway.reload({ config: parseConfig(config, 'test'), source: 'test' });
+  };
+  const endpoint = (provider: string, upstream: string) => ({ provider, upstream_model: upstream, pricing: { prompt: 1, completion: 2 } });
+
+  before(async () => {
+    up1 = await startUpstream();
+    up2 = await startUpstream();
+    config = {
+      retention: 30,
+      routing: { circuit_breaker: { failure_threshold: 1000 }, retry_after_cap_ms: 0, recent_failure_ms: 0 },
+      providers: [{ id: 'p1', kind: 'openai', base_url: up1.url, api_key: 'sk-1' }, { id: 'p2', kind: 'openai', base_url: up2.url, api_key: 'sk-2' }],
+      models: [
+        { id: 't/a', context_length: 8192, endpoints: [endpoint('p1', 'a')] },
+        { id: 't/b', context_length: 8192, endpoints: [endpoint('p1', 'b')] },
+        { id: 't/c', context_length: 8192, endpoints: [endpoint('p1', 'c'), endpoint('p2', 'c')] },
+      ],
+      presets: [
+        { slug: 'chain', models: ['t/a', 't/b'] },
+        { slug: 'pin', provider: { only: ['p1'] } },
+        { slug: 'skip', provider: { ignore: ['p2'] } },
+      ],
+    };
+    gw = await startGateway(config);
+    const made = async (name: string, allowed: string[]) => {
+      const r = await admin('POST', '/keys', { name, allowed_models: allowed });
+      assert.equal(r.status, 201);
+      return { secret: r.body.key as string, id: r.body.data.id as string };
+    };
+    open = await made('open', []);
+    onlyA = await made('only-a', ['t/a']);
+    // The two keys share their cache scope (ids exist only once created: a config reload).
+    scopes = [[open.id, onlyA.id]];
+    await reload((c) => { c.cache = { shared_scopes: scopes }; });
+  });
+  after(async () => {
+    await gw.close();
+    await up1.close();
+    await up2.close();
+  });
+
+  test('shared scope: a key allowed only t/a never gets the t/b answer another key stored; t/a answers are still shared', async () => {
+    const body = { model: 't/a', models: ['t/b'], messages: unique(), op: { cache: true } };
+    up1.enqueue({ status: 500, json: { error: { message: 't/a is down' } } }, answer('answer of t/b'));
+    const first = await post(open.secret, body);
+    assert.equal(first.content, 'answer of t/b');
+    assert.equal(first.model, 't/b');
+    await untilStored(gw, open.id, body, scopes);
+    up1.enqueue(answer('answer of t/a'));
+    const scoped = await post(onlyA.secret, body);
+    assert.equal(scoped.status, 200);
+    assert.equal(scoped.cache, 'MISS', 'the stored answer is t/b\'s, which this key may not use');
+    assert.equal(scoped.content, 'answer of t/a');
+    assert.equal(scoped.model, 't/a');
+    // The live t/a answer replaced the entry: both keys may have it.
+    const entry = cacheKey(cacheScope(open.id, scopes), 'chat', body);
+    for (let i = 0; i < 250 && !((await gw.gateway.runtime().cache.get(entry)) ?? '').includes('answer of t/a'); i++) await sleep(20);
+    const calls = up1.requests.length;
+    for (const key of [onlyA.secret, open.secret]) {
+      const hit = await post(key, body);
+      assert.equal(hit.cache, 'HIT');
+      assert.equal(hit.content, 'answer of t/a');
+    }
+    assert.equal(up1.requests.length, calls);
+  });
+
+  test('allowed_models narrowed after the entry was stored: the entry of the model taken away is a miss', async () => {
+    const r = await admin('POST', '/keys', { name: 'narrowed', allowed_models: ['t/a', 't/b'] });
+    const key = { secret: r.body.key as string, id: r.body.data.id as string };
+    const body = { model: 't/a', models: ['t/b'], messages: unique(), op: { cache: true } };
+    up1.enqueue({ status: 500, json: { error: { message: 't/a is down' } } }, answer('stored from t/b'));
+    assert.equal((await post(key.secret, body)).content, 'stored from t/b');
+    await untilStored(gw, key.id, body);
+    assert.equal((await post(key.secret, body)).cache, 'HIT', 'a hit while t/b is allowed');
+    assert.equal((await admin('PATCH', `/keys/${key.id}`, { allowed_models: ['t/a'] })).status, 200);
+    up1.enqueue(answer('live from t/a'));
+    const after = await post(key.secret, body);
+    assert.equal(after.cache, 'MISS');
+    assert.equal(after.content, 'live from t/a');
+    assert.equal(after.model, 't/a');
+  });
+
+  test('models as a preset resolves them: an entry answered by a fallback the preset no longer lists is a miss', async () => {
+    const body = { model: '@preset/chain', messages: unique(), op: { cache: true } };
+    up1.enqueue({ status: 500, json: { error: { message: 't/a is down' } } }, answer('fallback t/b'));
+    assert.equal((await post(open.secret, body)).content, 'fallback t/b');
+    await untilStored(gw, open.id, body, scopes);
+    assert.equal((await post(open.secret, body)).cache, 'HIT');
+    await reload((c) => { c.presets[0].models = ['t/a']; });
+    up1.enqueue(answer('only t/a now'));
+    const after = await post(open.secret, body);
+    assert.equal(after.cache, 'MISS');
+    assert.equal(after.content, 'only t/a now');
+  });
+
+  test('provider.only as applied: an entry answered by a provider no longer in only is a miss', async () => {
+    const body = { model: 't/c@preset/pin', messages: unique(), op: { cache: true } };
+    up1.enqueue(answer('from p1'));
+    assert.equal((await post(open.secret, body)).content, 'from p1');
+    await untilStored(gw, open.id, body, scopes);
+    assert.equal((await post(open.secret, body)).cache, 'HIT');
+    await reload((c) => { c.presets[1].provider = { only: ['p2'] }; });
+    up2.enqueue(answer('from p2'));
+    const after = await post(open.secret, body);
+    assert.equal(after.cache, 'MISS');
+    assert.equal(after.content, 'from p2');
+  });
+
+  test('provider.ignore as applied: an entry answered by a provider now ignored is a miss', async () => {
+    const body = { model: 't/c@preset/skip', messages: unique(), op: { cache: true } };
+    up1.enqueue(answer('p1 before'));
+    assert.equal((await post(open.secret, body)).content, 'p1 before');
+    await untilStored(gw, open.id, body, scopes);
+    assert.equal((await post(open.secret, body)).cache, 'HIT');
+    await reload((c) => { c.presets[2].provider = { ignore: ['p1'] }; });
+    up2.enqueue(answer('p2 after'));
+    const after = await post(open.secret, body);
+    assert.equal(after.cache, 'MISS');
+    assert.equal(after.content, 'p2 after');
+  });
 });

@@ -28,6 +28,12 @@ export class DatabaseResponseCacheStore implements ResponseCacheStore {
     if (this.total > this.bounds.maxTotalBytes) await this.evict(now);
   }
 
+  async delete(key: string): Promise<void> {
+    const res = await this.db.deleteFrom('response_cache').where('cache_key', '=', key).executeTakeFirst();
+    // The running total is read again at the next write.
+    if (Number(res.numDeletedRows) > 0) this.total = undefined;
+  }
+
   private async totalBytes(): Promise<number> {
     const row = await this.db.selectFrom('response_cache').select((eb) => eb.fn.sum<number | string | null>('size_bytes').as('total')).executeTakeFirst();
     return Number(row?.total ?? 0);

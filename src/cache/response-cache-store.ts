@@ -7,10 +7,15 @@
  * policy and the TTL), and an entry lives at most its TTL.
  */
 export interface ResponseCacheStore {
-  /** The value under `key`, or null when absent or expired. */
+  /** The value under `key`, or null when absent or expired (Redis: also while it is unavailable, at once). */
   get(key: string): Promise<string | null>;
   /** Store `value` under `key` for `ttlMs` ms; a value larger than the entry bound is skipped. */
   set(key: string, value: string, ttlMs: number): Promise<void>;
+  /**
+   * Remove the entry under `key` (absent is fine). Unlike a read it never fails quietly: it
+   * throws when the store cannot be reached, so a caller that must forget text knows it did not.
+   */
+  delete(key: string): Promise<void>;
   close(): Promise<void>;
 }
 

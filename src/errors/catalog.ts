@@ -178,6 +178,10 @@ export const ERROR_CATALOG = define({
     status: 503, kind: 'retryable', scope: 'gateway', type: 'server_error',
     description: 'The shared limit store (Redis, `OP_REDIS_URL`) cannot be reached, so a key with limits cannot be checked; keys without limits keep working.',
   },
+  response_cache_unavailable: {
+    status: 503, kind: 'retryable', scope: 'gateway', type: 'server_error',
+    description: '`DELETE /v1/responses/{id}` could not delete the response\'s response-cache entry (Redis, `OP_REDIS_URL`, cannot be reached), so nothing was deleted; retry once Redis answers.',
+  },
   connection_pool_exhausted: {
     status: 503, kind: 'retryable', scope: 'gateway', type: 'server_error',
     description: 'Every local connection slot to the provider (`max_connections`) stayed busy for `timeouts.pool_wait_ms`; the gateway tries the next endpoint first. Not counted against the provider\'s health. Raise `max_connections` if it happens under normal load.',

@@ -62,6 +62,13 @@ export class GenerationDraft {
    * Not part of the record.
    */
   relayed: RelayedAnswer | null = null;
+  /**
+   * The response cache entry of this request (its key and TTL in ms) when caching applies: a
+   * stored response names it, so deleting the response deletes the entry. Not part of the record.
+   */
+  cachePlan: { key: string; ttlMs: number } | undefined = undefined;
+  /** The answer was already written to the response cache (before its stored response). Not part of the record. */
+  cacheStored = false;
 
   constructor(
     readonly id: string,

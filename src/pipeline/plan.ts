@@ -1,6 +1,8 @@
 import type { PromptSize } from '../accounting/estimate-tokens.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import { planRoute, type PlannedEndpoint } from '../routing/plan.js';
+import type { PromptTokens } from '../routing/filters.js';
+import { plannableEndpoint, planRoute, type PlannedEndpoint } from '../routing/plan.js';
+import type { ApiKey } from '../store/keys.js';
 import type { GenerationInput } from './generation-input.js';
 import type { GatewayRuntime } from './runtime.js';
 
@@ -37,4 +39,27 @@ function withoutEmbeddingEndpoints(input: GenerationInput, plan: PlannedEndpoint
     throw new GatewayError('no_endpoint_available', `${JSON.stringify(input.chat.model)} is an embedding model (its endpoints declare embeddings: true): send it to /v1/embeddings`, { param: 'model' });
   }
   return serving;
+}
+
+/**
+ * Whether the request, as admitted (the key's `allowed_models` applied) and resolved (presets,
+ * variants, aliases), could be served live now by endpoint `endpointId` of model `modelId`:
+ * the key may use the model, the router could plan that endpoint for it, health aside
+ * ({@link plannableEndpoint}), and the client API would keep it (`restrictPlan`, no embeddings
+ * endpoint for a generation). The response cache serves an entry only when this holds for the
+ * model and endpoint that answered it, so a hit never returns what the key could not get live.
+ */
+export function couldServeLive(rt: GatewayRuntime, input: GenerationInput, key: ApiKey, modelId: string | null, endpointId: string | null, prompt: PromptTokens): boolean {
+  if (modelId === null || endpointId === null) return false;
+  const allowed = key.settings.allowed_models;
+  if (allowed.length > 0 && !allowed.includes(modelId)) return false;
+  const target = plannableEndpoint(input.chat, rt.catalog, modelId, endpointId, prompt);
+  if (!target) return false;
+  if (input.ingress.output !== 'embeddings' && target.endpoint.embeddings) return false;
+  if (!input.ingress.restrictPlan) return true;
+  try {
+    return input.ingress.restrictPlan(input.request, [{ target, reason: 'response-cache' }]).length > 0;
+  } catch {
+    return false;
+  }
 }

@@ -3,6 +3,7 @@ import type { ChatResult } from '../core/chat-result.js';
 import type { ToolCall } from '../core/chat-types.js';
 import { ContentBlockFramer } from '../core/content-blocks.js';
 import type { GenerationIngress } from '../ingress/types.js';
+import type { PromptTokens } from '../routing/filters.js';
 import type { ApiKey } from '../store/keys.js';
 import type { ClientSink } from './client-sink.js';
 import { keepResponse } from './keep-response.js';
@@ -10,6 +11,7 @@ import { identityFor, responseHeaders, sendStreamHeaders, type ResponseState, Cl
 import type { GenerationDraft, RelayedAnswer } from './generation-draft.js';
 import type { GenerationInput } from './generation-input.js';
 import { OutputAccumulator } from './output-accumulator.js';
+import { couldServeLive } from './plan.js';
 import type { GatewayRuntime } from './runtime.js';
 
 /**
@@ -49,16 +51,32 @@ export interface CachePlan {
 const ANSWER_HEADERS = ['anthropic-beta'] as const;
 
 /**
+ * The record's warning when a request asks for the cache itself (`op.cache: true`,
+ * `x-op-cache: true`) under retention `none`; the response then carries `x-op-cache: BYPASS`.
+ */
+export const CACHE_BYPASS_WARNING = 'response cache bypassed: the request asked for it (op.cache or x-op-cache: true) but its retention is none, and a cache entry holds the answer\'s text; nothing was looked up or stored';
+
+/**
  * Whether this request uses the cache (`op.cache`, the `x-op-cache` header, the key's or the
- * model's setting; never retention `none` nor embeddings), and its cache key.
+ * model's setting; never retention `none` nor embeddings), and its cache key. A request that
+ * asks for the cache itself under retention `none` gets `x-op-cache: BYPASS` and
+ * {@link CACHE_BYPASS_WARNING} in its record (the key's or model's setting under `none` stays silent).
  */
 export function planCache(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, key: ApiKey, header: string | undefined, body: unknown): CachePlan | undefined {
   if (input.ingress.output !== 'generation' || !body || typeof body !== 'object') return undefined;
   const op = input.chat.op;
   const fromHeader = header === undefined ? undefined : header.trim().toLowerCase() === 'true' ? true : header.trim().toLowerCase() === 'false' ? false : undefined;
   const c = rt.config.cache;
+  const request = op?.cache ?? fromHeader;
+  if (request === true && draft.retention === 'none') {
+    // Asked for explicitly, refused by retention: the client and the record say so.
+    draft.extraHeaders['x-op-cache'] = 'BYPASS';
+    (input.chat.warnings ??= []).push(CACHE_BYPASS_WARNING);
+    draft.warnings.push(CACHE_BYPASS_WARNING);
+    return undefined;
+  }
   const ttl = cacheTtlSeconds(
-    { request: op?.cache ?? fromHeader, requestTtl: op?.cache_ttl, key: key.settings.cache, model: rt.catalog.models.get(input.chat.model)?.model.cache },
+    { request, requestTtl: op?.cache_ttl, key: key.settings.cache, model: rt.catalog.models.get(input.chat.model)?.model.cache },
     draft.retention === 'none', c.default_ttl_s, c.max_ttl_s,
   );
   if (ttl === undefined) return undefined;
@@ -71,10 +89,12 @@ export function planCache(rt: GatewayRuntime, input: GenerationInput, draft: Gen
 }
 
 /**
- * Answer from the cache when it holds the request. Returns whether it answered; a store that
- * cannot be read is a miss (logged), never a failed request.
+ * Answer from the cache when it holds the request and the key could get the stored answer live
+ * now ({@link couldServeLive} on the model and endpoint that answered it; else a miss, and the
+ * live answer replaces the entry). Returns whether it answered; a store that cannot be read is a
+ * miss (logged), never a failed request.
  */
-export async function serveFromCache(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, sink: ClientSink, plan: CachePlan): Promise<boolean> {
+export async function serveFromCache(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, key: ApiKey, sink: ClientSink, plan: CachePlan, prompt: PromptTokens): Promise<boolean> {
   const ingress = input.ingress;
   if (ingress.output !== 'generation') return false;
   let value: string | null = null;
@@ -83,8 +103,12 @@ export async function serveFromCache(rt: GatewayRuntime, input: GenerationInput,
   } catch (err) {
     rt.log.warn({ err: (err as Error).message, reqId: draft.requestId }, 'response cache unreachable: answering upstream');
   }
-  const cached = value ? readEntry(value) : undefined;
-  if (value && !cached) rt.log.warn({ reqId: draft.requestId }, 'response cache: an unreadable entry; answering upstream');
+  const entry = value ? readEntry(value) : undefined;
+  if (value && !entry) rt.log.warn({ reqId: draft.requestId }, 'response cache: an unreadable entry; answering upstream');
+  // The entry's key is the request body: whether its answer may go to this key is decided now,
+  // on the endpoint that answered it, against the key's current allowed_models and the request's
+  // models and provider preferences as resolved (presets, variants) — a miss when it may not.
+  const cached = entry && couldServeLive(rt, input, key, entry.servedModel, entry.endpoint, prompt) ? entry : undefined;
   draft.extraHeaders['x-op-cache'] = cached ? 'HIT' : 'MISS';
   rt.metrics.cacheLookups.inc({ result: cached ? 'hit' : 'miss' });
   if (!cached) return false;
@@ -171,10 +195,23 @@ function readEntry(value: string): CachedAnswer | undefined {
 
 /**
  * Store a finished generation's answer: only a success that ended normally (no error, no cut
- * stream, not cancelled) and whose text retention keeps. Never waits: a store failure is logged.
+ * stream, not cancelled) and whose text retention keeps, and not twice (a kept response stores
+ * it first: {@link writeToCache}). Never waits: a store failure is logged.
  */
 export function storeInCache(rt: GatewayRuntime, draft: GenerationDraft, plan: CachePlan): void {
-  if (draft.cacheHit || draft.status !== 'success' || draft.cancelled || !draft.content || draft.finishReason === null || draft.finishReason === 'error') return;
+  if (draft.cacheStored) return;
+  void writeToCache(rt, draft, plan);
+}
+
+/**
+ * Write the draft's answer to the cache now, when it is one to store (see {@link storeInCache});
+ * resolves once written or failed (a failure is logged, never thrown). A response that is kept
+ * (Responses' `store`) is written to the cache before it is stored, so when a client can find the
+ * stored response (and delete it) the cache entry it names exists already.
+ */
+export async function writeToCache(rt: GatewayRuntime, draft: GenerationDraft, plan: CachePlan): Promise<void> {
+  if (draft.cacheHit || draft.cacheStored || draft.status !== 'success' || draft.cancelled || !draft.content || draft.finishReason === null || draft.finishReason === 'error') return;
+  draft.cacheStored = true;
   const out = draft.content.output as { content?: string | null; reasoning?: string; tool_calls?: ToolCall[] };
   const answer: CachedAnswer = {
     v: 1,
@@ -185,5 +222,9 @@ export function storeInCache(rt: GatewayRuntime, draft: GenerationDraft, plan: C
     upstreamModel: draft.upstreamModel,
     ...(draft.relayed ? { relayed: draft.relayed } : {}),
   };
-  rt.cache.set(plan.key, JSON.stringify(answer), plan.ttlMs).catch((err: Error) => rt.log.warn({ err: err.message, reqId: draft.requestId }, 'could not store an answer in the response cache'));
+  try {
+    await rt.cache.set(plan.key, JSON.stringify(answer), plan.ttlMs);
+  } catch (err) {
+    rt.log.warn({ err: (err as Error).message, reqId: draft.requestId }, 'could not store an answer in the response cache');
+  }
 }

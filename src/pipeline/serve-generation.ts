@@ -57,18 +57,21 @@ export async function serveGeneration(
     refuse(rt, draft, ingress, sink, thrown);
     return;
   }
+  const prompt = new PromptSize(input.chat.messages, input.chat.tools);
   const cache = planCache(rt, input, draft, key, cacheHeader, body);
-  if (cache && (await serveCached(rt, input, draft, sink, cache))) return;
+  // A stored response names its entry (keep-response.ts), a hit's included.
+  draft.cachePlan = cache;
+  if (cache && (await serveCached(rt, input, draft, key, sink, cache, prompt))) return;
   // A pass-through answer is stored as it was relayed (response-cache.ts).
   if (cache) draft.keepRelayed = true;
-  await runGeneration(rt, input, draft, sink, credit);
+  await runGeneration(rt, input, draft, sink, credit, prompt);
   if (cache) storeInCache(rt, draft, cache);
 }
 
 /** Answer a request from the response cache when it holds it; record it as a generation (cost 0, counted for rate limits). */
-async function serveCached(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, sink: ClientSink, cache: CachePlan): Promise<boolean> {
+async function serveCached(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, key: ApiKey, sink: ClientSink, cache: CachePlan, prompt: PromptSize): Promise<boolean> {
   try {
-    if (!(await serveFromCache(rt, input, draft, sink, cache))) return false;
+    if (!(await serveFromCache(rt, input, draft, key, sink, cache, prompt))) return false;
   } catch (thrown) {
     // Only the client's connection can fail here (the entry was read and checked).
     const err = toGatewayError(thrown);
@@ -123,7 +126,7 @@ function refuse(rt: GatewayRuntime, draft: GenerationDraft, ingress: IngressAdap
  * Serve an admitted request: plan, run the attempts, answer the failure if none answered, and
  * record the generation.
  */
-async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, sink: ClientSink, credit: CreditLimit | undefined): Promise<void> {
+async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, sink: ClientSink, credit: CreditLimit | undefined, prompt: PromptSize): Promise<void> {
   const { chat } = input;
   const state: ResponseState = { headersSent: false, outputStarted: false, clientGone: new ClientGone(), keepAlive: undefined, poolWaitMs: 0 };
   const onClose = () => {
@@ -138,7 +141,6 @@ async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: 
   rt.metrics.inFlight.inc();
   const keepAliveMs = rt.config.server.keepalive_interval_ms;
   if (input.stream && keepAliveMs > 0) startKeepAlive(sink, state, draft, keepAliveMs, input.ingress.output === 'generation' ? input.ingress.keepAlive : undefined);
-  const prompt = new PromptSize(chat.messages, chat.tools);
   try {
     await runAttempts(rt, input, draft, sink, state, planAttempts(rt, input, prompt), prompt, credit);
   } catch (thrown) {

@@ -4,7 +4,7 @@ import type { ResolvedEndpoint } from '../providers/types.js';
 import type { Catalog } from './catalog.js';
 import { meetsPerformance, type Admission, type HealthRegistry } from './endpoint-health.js';
 import { stickyKey } from './sticky-routes.js';
-import { endpointPrice, filterEndpoint, requiredModalities, requiredParameters, type ExclusionReason, type PromptTokens } from './filters.js';
+import { endpointPrice, filterEndpoint, requiredModalities, requiredParameters, type ExclusionReason, type FilterVerdict, type PromptTokens } from './filters.js';
 
 /** Why an endpoint was left out of a plan. */
 export interface Exclusion {
@@ -98,6 +98,41 @@ function forModel(req: ChatRequest, modelId: string): ChatRequest {
   return { ...req, model: modelId, provider: { ...variant.provider, ...(req.provider ?? {}) } };
 }
 
+/** The first input modality the messages use that a model does not take: `[modality, param]`. */
+function missingModality(inputModalities: readonly string[], needs: ReadonlyMap<string, string>): [string, string] | undefined {
+  return [...needs].find(([modality]) => !inputModalities.includes(modality));
+}
+
+/**
+ * The static verdict on one endpoint for the request as routing sees it for its model
+ * ({@link forModel}): `:free` first, then every filter of {@link filterEndpoint}. Health is not
+ * looked at.
+ */
+function staticVerdict(target: ResolvedEndpoint, modelId: string, modelReq: ChatRequest, needs: readonly string[], prompt: PromptTokens): FilterVerdict | undefined {
+  if (modelReq.variants?.[modelId]?.freeOnly === true && !isFree(target)) return { reason: 'max_price', detail: 'not priced at zero (:free)' };
+  return filterEndpoint(target, modelReq, needs, prompt);
+}
+
+/**
+ * The endpoint `endpointId` of model `modelId` when the router could put it in a plan for
+ * `req` now, health aside; else undefined. It could when `modelId` is the request's `model` or
+ * one of its `models` (as resolved and as admission left them: a key's `allowed_models` has
+ * already removed the others), the catalog still lists that endpoint under that model, the
+ * model takes every input modality the messages use, and the endpoint passes every static
+ * filter {@link planRoute} applies (`provider` preferences with the model's variant, `:free`,
+ * required parameters, output limit, context length). An open circuit or a cooldown does not
+ * count: they say nothing about what the request may get. For the response cache: a stored
+ * answer is served only from an endpoint the request could reach live.
+ */
+export function plannableEndpoint(req: ChatRequest, catalog: Catalog, modelId: string, endpointId: string, prompt: PromptTokens): ResolvedEndpoint | undefined {
+  if (modelId !== req.model && !(req.models ?? []).includes(modelId)) return undefined;
+  const entry = catalog.models.get(modelId);
+  const target = entry?.endpoints.find((t) => t.id === endpointId);
+  if (!entry || !target) return undefined;
+  if (missingModality(entry.model.architecture.input_modalities, requiredModalities(req))) return undefined;
+  return staticVerdict(target, modelId, forModel(req, modelId), requiredParameters(req), prompt) ? undefined : target;
+}
+
 /** Order the eligible endpoints of one model. */
 function orderModel(eligible: ResolvedEndpoint[], req: ChatRequest, ctx: RouteContext): PlannedEndpoint[] {
   const pref = req.provider ?? {};
@@ -168,9 +203,9 @@ export function planRoute(req: ChatRequest, ctx: RouteContext, promptTokens: num
       return;
     }
     const eligible: ResolvedEndpoint[] = [];
-    const accepted = entry.model.architecture.input_modalities as readonly string[];
-    const missing = [...modalities].find(([modality]) => !accepted.includes(modality));
+    const missing = missingModality(entry.model.architecture.input_modalities, modalities);
     if (missing) {
+      const accepted = entry.model.architecture.input_modalities as readonly string[];
       const [modality, param] = missing;
       const why = `model ${JSON.stringify(modelId)} does not take ${modality} input (its input_modalities: ${accepted.join(', ')})`;
       const detail = `${why}; ${param}`;
@@ -179,10 +214,9 @@ export function planRoute(req: ChatRequest, ctx: RouteContext, promptTokens: num
       return;
     }
     const modelReq = forModel(req, modelId);
-    const freeOnly = req.variants?.[modelId]?.freeOnly === true;
     for (const target of entry.endpoints) {
       if (plan.endpoints.some((p) => p.target === target)) continue;
-      let verdict = freeOnly && !isFree(target) ? { reason: 'max_price' as const, detail: 'not priced at zero (:free)' } : filterEndpoint(target, modelReq, needs, prompt);
+      let verdict: { reason: ExclusionReason; detail: string } | undefined = staticVerdict(target, modelId, modelReq, needs, prompt);
       if (!verdict) {
         const admission = ctx.health.peek(target.id);
         if (!admission.ok) {

@@ -155,7 +155,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     redis,
     limits: redis ? new RedisLimitStore(redis, redis.prefix) : new MemoryLimitStore(),
     metrics: new GatewayMetrics(),
-    cache: redis ? new RedisResponseCacheStore(redis.client, cacheBounds, `${redis.prefix}cache:`) : new DatabaseResponseCacheStore(db, cacheBounds),
+    cache: redis ? new RedisResponseCacheStore(redis, cacheBounds, `${redis.prefix}cache:`) : new DatabaseResponseCacheStore(db, cacheBounds),
     shutdown: new AbortController(),
     upstreamCalls: new LiveUpstreamCalls(),
     responses: new StoredResponseStore(db),

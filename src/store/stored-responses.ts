@@ -14,6 +14,11 @@ export interface StoredResponse {
    * chain first (so continuing a conversation is one read).
    */
   input: unknown[];
+  /**
+   * The response cache entry (its key) the response was stored in or answered from, when the
+   * request used the cache: deleting the response deletes it.
+   */
+  cache_key?: string;
 }
 
 /**
@@ -46,6 +51,17 @@ export class StoredResponseStore {
     const row = await q.executeTakeFirst();
     if (!row || (row.expires_at !== null && Number(row.expires_at) < now)) return undefined;
     return JSON.parse(row.body) as StoredResponse;
+  }
+
+  /**
+   * Remove the text (`content`) of the generation record of response `id` (the same id) of key
+   * `keyId`, keeping the record. @returns whether the record was found.
+   */
+  async clearRecordText(id: string, keyId: string | null): Promise<boolean> {
+    let q = this.db.updateTable('generations').set({ content: null }).where('id', '=', id);
+    q = keyId === null ? q.where('key_id', 'is', null) : q.where('key_id', '=', keyId);
+    const res = await q.executeTakeFirst();
+    return Number(res.numUpdatedRows) > 0;
   }
 
   /** Delete a key's stored response. @returns whether one was deleted. */

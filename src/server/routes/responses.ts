@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { completeStoredResponse } from '../../ingress/openai/responses/response-object.js';
+import { deleteStoredResponse } from '../../pipeline/delete-response.js';
 import type { GatewayRuntime } from '../../pipeline/runtime.js';
 import type { ApiKey } from '../../store/keys.js';
 
@@ -9,7 +10,9 @@ import type { ApiKey } from '../../store/keys.js';
  * the key that created it only (another key, the admin key included, reads a 404). Responses are
  * stored unless the request sent `store: false`, under a retention that keeps text, until that
  * retention runs out. A response kept by an older gateway gets the settings it lacks (their
- * defaults), so every body is a complete Response object.
+ * defaults), so every body is a complete Response object. `DELETE` removes the response's text
+ * everywhere it is kept (its cache entry, its generation record's text, the stored response:
+ * pipeline/delete-response.ts).
  * @see https://platform.openai.com/docs/api-reference/responses/get
  */
 export function registerResponseRoutes(app: FastifyInstance, rt: () => GatewayRuntime): void {
@@ -23,7 +26,8 @@ export function registerResponseRoutes(app: FastifyInstance, rt: () => GatewayRu
     return completeStoredResponse(stored.response);
   });
   app.delete<{ Params: { id: string } }>('/v1/responses/:id', async (req) => {
-    if (!(await rt().responses.delete(req.params.id, owner(req.apiKey)))) throw notFound(req.params.id);
+    // The response's text goes everywhere it is kept: its cache entry, its record, the response.
+    if (!(await deleteStoredResponse(rt(), req.params.id, owner(req.apiKey)))) throw notFound(req.params.id);
     return { id: req.params.id, object: 'response', deleted: true };
   });
 }
