@@ -172,8 +172,9 @@ export const endpointSchema = z
     timeouts: timeoutsSchema.partial().optional(),
     /**
      * Kind `openai`: send every text-only message content as one string (text parts joined in
-     * order, blank line between), for servers that reject content arrays. Default: the
-     * dialect's setting (on for `deepseek` and `groq`).
+     * order, blank line between) and refuse media parts, for servers that reject content arrays;
+     * false sends arrays as given. Default: the dialect's setting (on for `deepseek` and `groq`;
+     * `llamacpp` and `ollama` join text-only arrays and keep arrays with media).
      */
     string_content: z.boolean().optional(),
     /**
