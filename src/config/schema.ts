@@ -148,6 +148,18 @@ export const KNOWN_PARAMETERS = [
   'prompt_cache_key', 'metadata',
 ] as const;
 
+/**
+ * What routing does with a request whose output limit (`max_tokens` / `max_completion_tokens` /
+ * `max_output_tokens`, in tokens) is above an endpoint's `max_completion_tokens`: `exclude` the
+ * endpoint (the default), or `clamp` — send the request with the limit lowered to that cap,
+ * a warning in the generation record (agent clients such as Claude Code send 32000 whatever the
+ * model).
+ */
+export const outputLimitPolicy = z.enum(['exclude', 'clamp']);
+
+/** See {@link outputLimitPolicy}. */
+export type OutputLimitPolicy = z.infer<typeof outputLimitPolicy>;
+
 export const endpointSchema = z
   .object({
     provider: slug,
@@ -182,6 +194,8 @@ export const endpointSchema = z
      * system instruction. Default: on for model families known to (Gemma), else off.
      */
     fold_system_prompt: z.boolean().optional(),
+    /** A request whose output limit is above `max_completion_tokens`: see {@link outputLimitPolicy}. Default: the model's. */
+    output_limit: outputLimitPolicy.optional(),
   })
   .strict();
 
@@ -206,6 +220,8 @@ export const modelSchema = z
     aliases: z.array(z.string().min(1).max(200)).default([]),
     /** Cache this model's answers for every request (see `cache`); a TTL in seconds, or true for the default. */
     cache: z.union([z.boolean(), z.number().int().min(1)]).optional(),
+    /** The default `output_limit` of the model's endpoints ({@link outputLimitPolicy}); `exclude` when unset. */
+    output_limit: outputLimitPolicy.optional(),
   })
   .strict();
 

@@ -1,5 +1,5 @@
 import type { ChatMessage, ChatRequest, CompletionRequest, ContentPart } from '../../core/chat-types.js';
-import { requestedOutputLimit } from '../../core/output-limit.js';
+import { clampOutputLimit, requestedOutputLimit } from '../../core/output-limit.js';
 import type { ResolvedEndpoint } from '../types.js';
 import { DIALECTS, type ContentMode, type OpenAIDialect } from './dialects.js';
 
@@ -180,7 +180,9 @@ const COMPLETION_PARAMS: ReadonlyArray<readonly [string, string]> = [
 
 /**
  * Build the upstream body of a native legacy completion call (`POST /completions`).
- * `echo`, `suffix` and `best_of` are passed as given: only native endpoints take them.
+ * `echo`, `suffix` and `best_of` are passed as given: only native endpoints take them;
+ * `max_tokens` above the endpoint's `max_completion_tokens` (routing sends one only under
+ * `output_limit: clamp`) is lowered to it, with a warning.
  * @see https://platform.openai.com/docs/api-reference/completions/create
  */
 export function convertToOpenAICompletionRequest(req: CompletionRequest, target: ResolvedEndpoint, stream: boolean) {
@@ -188,10 +190,11 @@ export function convertToOpenAICompletionRequest(req: CompletionRequest, target:
   const body: Record<string, unknown> = { model: target.endpoint.upstream_model, prompt: req.prompt };
   const dropped = copySupported(req as unknown as Record<string, unknown>, body, supported, COMPLETION_PARAMS);
   for (const field of ['echo', 'suffix', 'best_of'] as const) if (req[field] != null) body[field] = req[field];
-  if (req.max_tokens != null) body.max_tokens = req.max_tokens;
+  const warnings: string[] = [];
+  if (req.max_tokens != null) body.max_tokens = clampOutputLimit(req.max_tokens, target.endpoint.max_completion_tokens, 'max_tokens', warnings);
   if (stream) {
     body.stream = true;
     body.stream_options = { include_usage: true };
   }
-  return { url: urlFor(target, '/completions'), headers: headersFor(target), body: JSON.stringify(body), dropped };
+  return { url: urlFor(target, '/completions'), headers: headersFor(target), body: JSON.stringify(body), dropped, warnings };
 }
