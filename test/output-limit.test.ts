@@ -52,6 +52,7 @@ describe('output limits above an endpoint\'s max_completion_tokens', () => {
         // The endpoint's setting wins over the model's.
         { id: 'test/clamp-but-not-here', context_length: 200000, output_limit: 'clamp', endpoints: [ep('oai', 'gpt-up', { output_limit: 'exclude' })] },
         { id: 'test/no-tools', context_length: 200000, endpoints: [ep('oai', 'gpt-up', { supported_parameters: ['max_tokens'] })] },
+        { id: 'test/native-openai', context_length: 200000, output_limit: 'clamp', endpoints: [ep('oai', 'gpt-native', { supports_responses: true, supports_text_completions: true })] },
       ],
     });
     // An explicit timeout: the SDK refuses a non-streamed 32000-token request without one.
@@ -163,6 +164,23 @@ describe('output limits above an endpoint\'s max_completion_tokens', () => {
     const err = await refused(anthropic.messages.create({ model: 'test/clamp-but-not-here', max_tokens: 32000, messages: [{ role: 'user', content: 'hi' }] }));
     assert.equal(err.status, 400);
     assert.equal(oai.requests.length, 3);
+  });
+
+  test('output_limit: clamp on the native Responses and legacy completions lanes: max_output_tokens / max_tokens lowered, with the warning', async () => {
+    oai.enqueue(
+      { json: { id: 'resp_1', object: 'response', status: 'completed', model: 'gpt-native', output: [{ type: 'message', id: 'm1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'ok', annotations: [] }] }], usage: { input_tokens: 5, output_tokens: 1, total_tokens: 6 } } },
+      { json: { id: 'cmpl-1', object: 'text_completion', created: 1, model: 'gpt-native', choices: [{ index: 0, text: 'ok', finish_reason: 'stop', logprobs: null }], usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 } } },
+    );
+    const res = await openai.responses.create({ model: 'test/native-openai', max_output_tokens: 32000, input: 'hi' });
+    assert.equal(res.output_text, 'ok');
+    assert.equal(oai.requests[0]!.path, '/v1/responses');
+    assert.equal((oai.requests[0]!.json as Json).max_output_tokens, CAP);
+    assert.deepEqual((await lastRecord()).detail.warnings, [`max_output_tokens 32000 lowered to the endpoint's max_completion_tokens ${CAP} (output_limit: clamp)`]);
+    const done = await openai.completions.create({ model: 'test/native-openai', max_tokens: 32000, prompt: 'hi', echo: false });
+    assert.equal(done.choices[0]!.text, 'ok');
+    assert.equal(oai.requests[1]!.path, '/v1/completions');
+    assert.equal((oai.requests[1]!.json as Json).max_tokens, CAP);
+    assert.deepEqual((await lastRecord()).detail.warnings, [`max_tokens 32000 lowered to the endpoint's max_completion_tokens ${CAP} (output_limit: clamp)`]);
   });
 
   test('config: output_limit takes exclude or clamp, on a model or an endpoint', () => {
