@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { ConfigError, loadConfig, type LoadedConfig } from './config/load.js';
 import { buildGateway } from './server/app.js';
 import { startTelemetry } from './telemetry/telemetry.js';
-import { DEFAULT_DATABASE_URL, openDatabase } from './store/database.js';
+import { DEFAULT_DATABASE_URL, openDatabase, parseDatabaseUrl } from './store/database.js';
 import { copyDatabase } from './store/copy-database.js';
 import { createKey, deleteKey, disableKey, listKeys, resolveKeyRef } from './store/keys.js';
 import { buildCatalog, unknownModelIds } from './routing/catalog.js';
@@ -45,7 +45,8 @@ model ids of the config's catalog (--config, OP_CONFIG or ./opinference.yaml).
 Environment:
   OP_CONFIG        config file (default ./opinference.yaml)
   OP_PORT          port (default 8080)        OP_HOST  address (default 0.0.0.0)
-  OP_DATABASE_URL  postgres://user:password@host:port/db, or sqlite:<path> (default ${DEFAULT_DATABASE_URL})
+  OP_DATABASE_URL  postgres://user:password@host:port/db, or sqlite:<path> (also sqlite:///abs/path,
+                   file:<path>; default ${DEFAULT_DATABASE_URL})
   OP_ADMIN_KEY     a key with access to everything
   OP_REDIS_URL     redis://… to share key limits, endpoint health and key changes across
                    replicas and workers (default: in-process)
@@ -131,6 +132,8 @@ async function announceKeyChange(): Promise<void> {
 async function serve(flag: string | undefined, workersFlag?: string): Promise<void> {
   const loaded = readConfig(flag);
   if (!isWorker()) {
+    // A malformed OP_DATABASE_URL stops the primary at once, before any worker starts.
+    parseDatabaseUrl(process.env.OP_DATABASE_URL || DEFAULT_DATABASE_URL);
     let workers: number;
     try {
       workers = parseWorkers(workersFlag);

@@ -1,6 +1,10 @@
-/** The `openai` kind's dialects (issue 4 item 4) with constructed upstream streams and bodies. */
+/**
+ * The `openai` kind's dialects (issue 4 item 4) with constructed upstream streams and bodies;
+ * string content for llama.cpp and Ollama (issue 18 item 7).
+ */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { startUpstream, type Upstream } from './helpers/replay-upstream.js';
 import { startGateway, type TestGateway } from './helpers/gateway.js';
@@ -178,5 +182,127 @@ describe('reasoning in history under DeepSeek\'s name `reasoning_content`', () =
       body: JSON.stringify({ model: 'test/vllm', messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b', reasoning: 'kept', reasoning_content: 'alias' }, { role: 'user', content: 'c' }] }),
     });
     assert.deepEqual((u.requests.at(-1)!.json as Json).messages[1], { role: 'assistant', content: 'b', reasoning: 'kept' });
+  });
+});
+
+/**
+ * Older llama.cpp and Ollama builds take only string `content` (issue 18 item 7): an upstream
+ * that refuses every content array as they do, reached from chat, Messages and Responses.
+ */
+describe('llama.cpp and Ollama: text-only content goes as a string', () => {
+  const NAMES = ['llamacpp', 'ollama'] as const;
+  const ups = new Map<string, Upstream>();
+  let gw: TestGateway;
+  let openai: OpenAI;
+  let anthropic: Anthropic;
+  /** When false the upstream is a newer build that takes arrays (for media). */
+  let refuseArrays = true;
+  const PNG = 'data:image/png;base64,iVBORw0KGgo=';
+  const ANSWER = { id: 'x', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } };
+  /** What each server says to an array (llama.cpp: nlohmann json's exception as a 500; Ollama: a 400). */
+  const REFUSAL: Record<string, { status: number; json: Json }> = {
+    llamacpp: { status: 500, json: { error: { code: 500, message: '[json.exception.type_error.302] type must be string, but is array', type: 'server_error' } } },
+    ollama: { status: 400, json: { error: { message: 'type must be string, but is array', type: 'invalid_request_error', param: null, code: null } } },
+  };
+  before(async () => {
+    for (const d of NAMES) {
+      const u = await startUpstream();
+      u.setResponder((req) => {
+        const body = req.json as Json;
+        if (refuseArrays && body.messages.some((m: Json) => Array.isArray(m.content))) return REFUSAL[d];
+        return body.stream ? { sse: [c({ role: 'assistant', content: 'ok' }), c({}, 'stop'), JSON.stringify({ choices: [], usage: ANSWER.usage })] } : { json: ANSWER };
+      });
+      ups.set(d, u);
+    }
+    const ep = (d: string, extra: Json = {}) => ({ provider: d, upstream_model: `${d}-model`, supported_parameters: ALL_PARAMS, ...extra });
+    gw = await startGateway({
+      providers: NAMES.map((d) => ({ id: d, kind: 'openai', dialect: d, base_url: ups.get(d)!.url })),
+      models: [
+        ...NAMES.map((d) => ({ id: `test/${d}`, context_length: 8192, architecture: { input_modalities: ['text', 'image'] }, endpoints: [ep(d)] })),
+        { id: 'test/llamacpp-arrays', context_length: 8192, endpoints: [ep('llamacpp', { string_content: false })] },
+      ],
+    });
+    openai = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.adminKey, maxRetries: 0 });
+    anthropic = new Anthropic({ baseURL: gw.origin, apiKey: gw.adminKey, maxRetries: 0 });
+  });
+  after(async () => {
+    await gw.close();
+    for (const u of ups.values()) await u.close();
+  });
+  const sent = (d: string) => (ups.get(d)!.requests.at(-1)!.json as Json).messages.map((m: Json) => m.content);
+
+  test('chat: every text-only array (system, user, assistant, tool) is one string, parts in order', async () => {
+    const messages = [
+      { role: 'system', content: [{ type: 'text', text: 'Be terse.' }, { type: 'text', text: 'Answer in French.' }] },
+      { role: 'user', content: [{ type: 'text', text: '<task>weather</task>' }, { type: 'text', text: '<env>Paris</env>' }] },
+      { role: 'assistant', content: [{ type: 'text', text: 'Calling.' }], tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'w', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: [{ type: 'text', text: 'sunny' }] },
+    ];
+    for (const d of NAMES) {
+      for (const stream of [false, true]) {
+        const res = await fetch(`${gw.baseURL}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: `test/${d}`, messages, stream }) });
+        assert.equal(res.status, 200, `${d} stream=${stream}: ${await res.clone().text()}`);
+        assert.match(await res.text(), /ok/);
+        assert.deepEqual(sent(d), ['Be terse.\n\nAnswer in French.', '<task>weather</task>\n\n<env>Paris</env>', 'Calling.', 'sunny'], d);
+      }
+    }
+  });
+
+  test('a message with an image keeps its parts (newer builds take them); text-only ones beside it are strings', async () => {
+    refuseArrays = false;
+    try {
+      for (const d of NAMES) {
+        const res = await openai.chat.completions.create({ model: `test/${d}`, messages: [{ role: 'system', content: [{ type: 'text', text: 'Be terse.' }] }, { role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url: PNG } }] }] });
+        assert.equal(res.choices[0]!.message.content, 'ok');
+        assert.deepEqual(sent(d), ['Be terse.', [{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url: PNG } }]], d);
+      }
+    } finally {
+      refuseArrays = true;
+    }
+  });
+
+  test('string_content: false on the endpoint keeps arrays (and such a server refuses them)', async () => {
+    const res = await fetch(`${gw.baseURL}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'test/llamacpp-arrays', messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }] }) });
+    assert.equal(res.status, 502);
+    assert.deepEqual(sent('llamacpp'), [[{ type: 'text', text: 'hi' }]]);
+  });
+
+  test('Messages (Anthropic SDK), translated: system blocks with cache_control, text blocks and tool results as strings', async () => {
+    for (const d of NAMES) {
+      const msg = await anthropic.messages.create({
+        model: `test/${d}`,
+        max_tokens: 100,
+        system: [{ type: 'text', text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } }, { type: 'text', text: 'Be terse.' }],
+        tools: [{ name: 'w', input_schema: { type: 'object', properties: {} } }],
+        messages: [
+          { role: 'user', content: [{ type: 'text', text: '<system-reminder>ctx</system-reminder>' }, { type: 'text', text: 'weather?', cache_control: { type: 'ephemeral' } }] },
+          { role: 'assistant', content: [{ type: 'text', text: 'Calling.' }, { type: 'tool_use', id: 'toolu_1', name: 'w', input: {} }] },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: 'sunny' }, { type: 'text', text: '20C' }] }] },
+        ],
+      });
+      assert.deepEqual(msg.content, [{ type: 'text', text: 'ok' }], d);
+      assert.deepEqual(sent(d), ['You are Claude Code.\n\nBe terse.', '<system-reminder>ctx</system-reminder>\n\nweather?', 'Calling.', 'sunny\n20C'], d);
+      // Streamed too.
+      const stream = anthropic.messages.stream({ model: `test/${d}`, max_tokens: 100, messages: [{ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }] });
+      assert.deepEqual((await stream.finalMessage()).content, [{ type: 'text', text: 'ok' }], d);
+      assert.deepEqual(sent(d), ['a\n\nb'], d);
+    }
+  });
+
+  test('Responses (OpenAI SDK), translated: instructions and input_text parts as strings', async () => {
+    for (const d of NAMES) {
+      const res = await openai.responses.create({
+        model: `test/${d}`,
+        instructions: 'Be terse.',
+        input: [
+          { role: 'developer', content: [{ type: 'input_text', text: 'Use metric units.' }] },
+          { role: 'user', content: [{ type: 'input_text', text: '<env>Paris</env>' }, { type: 'input_text', text: 'weather?' }] },
+        ],
+      });
+      assert.equal(res.output_text, 'ok', d);
+      const contents = sent(d) as unknown[];
+      assert.equal(contents.every((x) => typeof x === 'string'), true, `${d}: ${JSON.stringify(contents)}`);
+      assert.equal(contents.at(-1), '<env>Paris</env>\n\nweather?', d);
+    }
   });
 });

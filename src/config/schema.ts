@@ -148,6 +148,18 @@ export const KNOWN_PARAMETERS = [
   'prompt_cache_key', 'metadata',
 ] as const;
 
+/**
+ * What routing does with a request whose output limit (`max_tokens` / `max_completion_tokens` /
+ * `max_output_tokens`, in tokens) is above an endpoint's `max_completion_tokens`: `exclude` the
+ * endpoint (the default), or `clamp` — send the request with the limit lowered to that cap,
+ * a warning in the generation record (agent clients such as Claude Code send 32000 whatever the
+ * model).
+ */
+export const outputLimitPolicy = z.enum(['exclude', 'clamp']);
+
+/** See {@link outputLimitPolicy}. */
+export type OutputLimitPolicy = z.infer<typeof outputLimitPolicy>;
+
 export const endpointSchema = z
   .object({
     provider: slug,
@@ -172,8 +184,9 @@ export const endpointSchema = z
     timeouts: timeoutsSchema.partial().optional(),
     /**
      * Kind `openai`: send every text-only message content as one string (text parts joined in
-     * order, blank line between), for servers that reject content arrays. Default: the
-     * dialect's setting (on for `deepseek` and `groq`).
+     * order, blank line between) and refuse media parts, for servers that reject content arrays;
+     * false sends arrays as given. Default: the dialect's setting (on for `deepseek` and `groq`;
+     * `llamacpp` and `ollama` join text-only arrays and keep arrays with media).
      */
     string_content: z.boolean().optional(),
     /**
@@ -181,6 +194,8 @@ export const endpointSchema = z
      * system instruction. Default: on for model families known to (Gemma), else off.
      */
     fold_system_prompt: z.boolean().optional(),
+    /** A request whose output limit is above `max_completion_tokens`: see {@link outputLimitPolicy}. Default: the model's. */
+    output_limit: outputLimitPolicy.optional(),
   })
   .strict();
 
@@ -205,6 +220,8 @@ export const modelSchema = z
     aliases: z.array(z.string().min(1).max(200)).default([]),
     /** Cache this model's answers for every request (see `cache`); a TTL in seconds, or true for the default. */
     cache: z.union([z.boolean(), z.number().int().min(1)]).optional(),
+    /** The default `output_limit` of the model's endpoints ({@link outputLimitPolicy}); `exclude` when unset. */
+    output_limit: outputLimitPolicy.optional(),
   })
   .strict();
 

@@ -116,7 +116,7 @@ export const ERROR_CATALOG = define({
   },
   no_endpoint_available: {
     status: 404, kind: 'terminal', scope: 'model', type: 'invalid_request_error',
-    description: 'No configured endpoint serves the requested model (or none is left after routing filters).',
+    description: 'No configured endpoint serves the requested model (or none is left after routing filters; `metadata.excluded` gives each endpoint\'s reason). On the Messages API, when the model exists and only what the request asked (output limit, tools, parameters, provider preferences) excluded its endpoints, the status is 400 (`invalid_request_error`) instead.',
   },
   endpoints_unavailable: {
     status: 503, kind: 'retryable', scope: 'model', type: 'server_error',

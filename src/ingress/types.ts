@@ -89,6 +89,13 @@ interface IngressAdapterBase<Req> {
   recordedRequest(req: Req): unknown;
   /** The error envelope of a failed request (HTTP body; the status comes from the catalog). */
   errorBody(err: GatewayError, requestId: string): unknown;
+  /**
+   * The HTTP status of `no_endpoint_available` when every endpoint of an existing model was
+   * excluded by what the request asked (output limit, tools, context, provider preferences …);
+   * unset keeps the catalog's 404. Anthropic's clients read a 404 as "the model does not
+   * exist" (Claude Code: "the model may not exist"), so the Messages API answers 400.
+   */
+  readonly unservableStatus?: number;
 }
 
 /**

@@ -6,9 +6,15 @@ import type { ResolvedEndpoint } from '../providers/types.js';
 /** USD decimal string → picodollars. */
 export const usdToPico = (usd: string | number): bigint => toMicros(usd) * 1_000_000n;
 
-/** The output limit used for the worst case: asked, else the endpoint's maximum, else what the context leaves. */
+/**
+ * The output limit used for the worst case, in tokens: asked (at most the endpoint's maximum, as
+ * `output_limit: clamp` sends it), else the endpoint's maximum, else what the context leaves.
+ */
 export function worstCaseOutputTokens(req: ChatRequest, target: ResolvedEndpoint, promptTokens: number): number {
-  return requestedOutputLimit(req) ?? target.endpoint.max_completion_tokens ?? Math.max(1, target.contextLength - promptTokens);
+  const asked = requestedOutputLimit(req);
+  const cap = target.endpoint.max_completion_tokens;
+  if (asked !== undefined) return cap !== undefined ? Math.min(asked, cap) : asked;
+  return cap ?? Math.max(1, target.contextLength - promptTokens);
 }
 
 /**

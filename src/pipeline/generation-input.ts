@@ -13,3 +13,19 @@ export interface GenerationInput {
   /** The client headers the API reads (its `forwardHeaders` and `sessionHeaders`), lower-case names. */
   readonly headers?: Readonly<Record<string, string>>;
 }
+
+/**
+ * The output limit's field in the client's API (`max_tokens` for Messages and completions,
+ * `max_output_tokens` for Responses, the larger of the two fields for chat), for warnings and
+ * `param`.
+ */
+export function outputLimitParam(input: GenerationInput): string {
+  switch (input.ingress.api) {
+    case 'responses':
+      return 'max_output_tokens';
+    case 'chat':
+      return (input.chat.max_completion_tokens ?? 0) >= (input.chat.max_tokens ?? 0) ? 'max_completion_tokens' : 'max_tokens';
+    default:
+      return 'max_tokens';
+  }
+}

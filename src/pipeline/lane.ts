@@ -1,7 +1,8 @@
 import type { CompletionRequest } from '../core/chat-types.js';
+import { clampOutputLimit, requestedOutputLimit, withOutputLimitAtMost } from '../core/output-limit.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { ProviderAdapter, ResolvedEndpoint, UpstreamCall, UpstreamOperation } from '../providers/types.js';
-import type { GenerationInput } from './generation-input.js';
+import { outputLimitParam, type GenerationInput } from './generation-input.js';
 
 /**
  * How one attempt reaches its endpoint: `native` sends the client's own request on (only the
@@ -66,11 +67,27 @@ export function buildUpstreamCall(lane: Lane, input: GenerationInput, target: Re
       if (lane.native && input.ingress.output === 'generation' && input.ingress.nativeCall) {
         return input.ingress.nativeCall(input.request, target, input.stream, input.headers ?? {});
       }
-      return adapter.buildChatCall(input.chat, target, input.stream);
+      return buildTranslatedCall(input, target, adapter);
     case 'responses':
       // chooseLane picks this lane only for the Responses API on adapters that build it.
       return adapter.buildResponsesCall!(input.request as Record<string, unknown>, target, input.stream);
     case 'embeddings':
       throw new GatewayError('internal_error', 'embeddings calls are built per batch by the embedding attempt');
   }
+}
+
+/**
+ * The translate lane's call: the internal request through the provider adapter, its output limit
+ * lowered to the endpoint's `max_completion_tokens` first when above it (routing let it through
+ * under `output_limit: clamp`), with a warning for the record.
+ */
+function buildTranslatedCall(input: GenerationInput, target: ResolvedEndpoint, adapter: ProviderAdapter): UpstreamCall | Promise<UpstreamCall> {
+  const cap = target.endpoint.max_completion_tokens;
+  const asked = requestedOutputLimit(input.chat);
+  if (cap === undefined || asked === undefined || asked <= cap) return adapter.buildChatCall(input.chat, target, input.stream);
+  const warnings: string[] = [];
+  clampOutputLimit(asked, cap, outputLimitParam(input), warnings);
+  const withWarning = (call: UpstreamCall): UpstreamCall => ({ ...call, warnings: [...warnings, ...(call.warnings ?? [])] });
+  const call = adapter.buildChatCall(withOutputLimitAtMost(input.chat, cap), target, input.stream);
+  return call instanceof Promise ? call.then(withWarning) : withWarning(call);
 }

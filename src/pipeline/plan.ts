@@ -1,15 +1,17 @@
 import type { PromptSize } from '../accounting/estimate-tokens.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { PromptTokens } from '../routing/filters.js';
-import { plannableEndpoint, planRoute, type PlannedEndpoint } from '../routing/plan.js';
+import { plannableEndpoint, planRoute, refusedForWhatItAsked, type Exclusion, type PlannedEndpoint } from '../routing/plan.js';
 import type { ApiKey } from '../store/keys.js';
-import type { GenerationInput } from './generation-input.js';
+import { outputLimitParam, type GenerationInput } from './generation-input.js';
 import type { GatewayRuntime } from './runtime.js';
 
 /**
  * The plan stage: the endpoints to try, in order — the router's plan for the internal request,
  * narrowed by the client API where only some endpoints can serve it.
- * @throws GatewayError when no endpoint can serve the request (`no_endpoint_available` …).
+ * @throws GatewayError when no endpoint can serve the request (`no_endpoint_available` …); on an
+ *   API with `unservableStatus` (Messages: 400) a refusal for what the request asked gets that
+ *   status, `param` naming the output limit when only it excluded the endpoints.
  */
 export function planAttempts(rt: GatewayRuntime, input: GenerationInput, prompt: PromptSize): PlannedEndpoint[] {
   let plan: PlannedEndpoint[];
@@ -19,6 +21,9 @@ export function planAttempts(rt: GatewayRuntime, input: GenerationInput, prompt:
     // Embeddings are routed on their longest input: a context refusal names `input`, not `messages`.
     if (input.ingress.api === 'embeddings' && err instanceof GatewayError && err.code === 'context_length_exceeded') {
       throw new GatewayError(err.code, err.message.replace('the request does not fit', 'the longest input does not fit'), { param: 'input', metadata: err.metadata });
+    }
+    if (err instanceof GatewayError && input.ingress.unservableStatus !== undefined && refusedForWhatItAsked(err)) {
+      throw new GatewayError(err.code, err.message, { status: input.ingress.unservableStatus, param: onlyOutputLimit(err) ? outputLimitParam(input) : err.param, metadata: err.metadata });
     }
     throw err;
   }
@@ -63,3 +68,9 @@ export function couldServeLive(rt: GatewayRuntime, input: GenerationInput, key: 
     return false;
   }
 }
+
+/** Whether only the output limit excluded the endpoints. */
+function onlyOutputLimit(err: GatewayError): boolean {
+  return (err.metadata?.excluded as Exclusion[]).every((e) => e.reason === 'max_completion_tokens');
+}
+

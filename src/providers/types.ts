@@ -2,7 +2,7 @@ import type { ChatRequest, CompletionRequest } from '../core/chat-types.js';
 import type { ChatResult } from '../core/chat-result.js';
 import type { EmbeddingRequest, EmbeddingResult } from '../core/embedding-types.js';
 import type { StreamPart } from '../core/stream-part.js';
-import type { EndpointConfig, ModelConfig, ProviderConfig, TimeoutsConfig } from '../config/schema.js';
+import type { EndpointConfig, ModelConfig, OutputLimitPolicy, ProviderConfig, TimeoutsConfig } from '../config/schema.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 
 /** One model served by one provider, resolved from config; what the router plans with. */
@@ -16,6 +16,8 @@ export interface ResolvedEndpoint {
   readonly timeouts: TimeoutsConfig;
   /** Context window in tokens (the endpoint's, else the model's). */
   readonly contextLength: number;
+  /** A request above `max_completion_tokens`: excluded, or sent with its limit lowered (`output_limit`: the endpoint's, else the model's, else `exclude`). */
+  readonly outputLimit: OutputLimitPolicy;
 }
 
 /** An HTTP call to make upstream. */

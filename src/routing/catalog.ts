@@ -24,6 +24,7 @@ export function buildCatalog(config: Readonly<GatewayConfig>): Catalog {
         provider,
         timeouts: Object.freeze({ ...provider.timeouts, ...(endpoint.timeouts ?? {}) }),
         contextLength: endpoint.context_length ?? model.context_length,
+        outputLimit: endpoint.output_limit ?? model.output_limit ?? 'exclude',
       });
     });
     models.set(model.id, { model, endpoints });

@@ -110,10 +110,12 @@ export function filterEndpoint(t: ResolvedEndpoint, req: ChatRequest, needs: rea
     const ok = supported.includes(need) || (need === 'response_format' && supported.includes('structured_outputs'));
     if (!ok) return { reason: 'unsupported_parameter', detail: `does not support "${need}"` };
   }
-  const outputLimit = requestedOutputLimit(req);
+  let outputLimit = requestedOutputLimit(req);
   const maxOut = t.endpoint.max_completion_tokens;
   if (outputLimit !== undefined && maxOut !== undefined && outputLimit > maxOut) {
-    return { reason: 'max_completion_tokens', detail: `output limit ${outputLimit} exceeds its max_completion_tokens ${maxOut}` };
+    // `output_limit: clamp`: the attempt sends the endpoint's cap instead (pipeline/lane.ts).
+    if (t.outputLimit !== 'clamp') return { reason: 'max_completion_tokens', detail: `output limit ${outputLimit} exceeds its max_completion_tokens ${maxOut}` };
+    outputLimit = maxOut;
   }
   // The cheap upper bound settles most fits; the tokenizer runs only when it cannot.
   if (prompt.upperBound + (outputLimit ?? 0) > t.contextLength) {

@@ -180,6 +180,8 @@ function orderModel(eligible: ResolvedEndpoint[], req: ChatRequest, ctx: RouteCo
  *   (only input modalities excluded them; `param` names the first such part), `no_endpoint_available` (unknown
  *   model or every endpoint filtered out; the message lists why), `context_length_exceeded`
  *   (only the context window excluded them), `endpoints_unavailable` (only health excluded them).
+ *   An endpoint whose `max_completion_tokens` is below the request's output limit is excluded
+ *   unless its `output_limit` is `clamp` (then the attempt sends that cap).
  */
 export function planRoute(req: ChatRequest, ctx: RouteContext, promptTokens: number | PromptTokens): RoutePlan {
   const prompt: PromptTokens = typeof promptTokens === 'number' ? { upperBound: promptTokens, estimate: () => promptTokens } : promptTokens;
@@ -254,5 +256,21 @@ export function planRoute(req: ChatRequest, ctx: RouteContext, promptTokens: num
   if (all('context_length')) {
     throw new GatewayError('context_length_exceeded', `the request does not fit the context window of ${JSON.stringify(req.model)}: ${reasons}`, { param: 'messages', metadata });
   }
-  throw new GatewayError('no_endpoint_available', `no endpoint can serve this request for model ${JSON.stringify(req.model)}: ${reasons}`, { metadata });
+  // Only the output limit: say how to get an answer.
+  const hint = all('max_completion_tokens') ? '; lower the output limit, or have the operator set output_limit: clamp on the model to send at most its max_completion_tokens' : '';
+  throw new GatewayError('no_endpoint_available', `no endpoint can serve this request for model ${JSON.stringify(req.model)}: ${reasons}${hint}`, { metadata });
+}
+
+/** Exclusions that come from endpoint health, not from what the request asked. */
+const HEALTH_REASONS: ReadonlySet<ExclusionReason> = new Set(['circuit_open', 'cooldown']);
+
+/**
+ * Whether a routing refusal came from what the request asked — its output limit, tools,
+ * parameters, context, provider preferences — for a model that exists: a
+ * `no_endpoint_available` whose `metadata.excluded` lists only such reasons (no endpoint
+ * health). Unknown models and embedding-only models are not.
+ */
+export function refusedForWhatItAsked(err: GatewayError): boolean {
+  const excluded = err.metadata?.excluded as Exclusion[] | undefined;
+  return err.code === 'no_endpoint_available' && Array.isArray(excluded) && excluded.length > 0 && excluded.every((e) => !HEALTH_REASONS.has(e.reason));
 }

@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
@@ -24,22 +25,80 @@ export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//i.test(url);
 }
 
+/** Where a database URL points: a PostgreSQL URL, or a SQLite file (absolute path) or `:memory:`. */
+export type DatabaseTarget = { engine: 'postgres'; url: string } | { engine: 'sqlite'; file: string };
+
+/** The forms a database URL may take, for error messages. */
+const ACCEPTED_FORMS = 'use postgres://… or sqlite:<path> (sqlite:///absolute/path, sqlite://relative/path, file:<path>, file:///absolute/path)';
+
 /**
- * Open the database named by `OP_DATABASE_URL`: `postgres://user:password@host:port/db` (any
- * libpq-style parameter in the query string, e.g. `?sslmode=require` or
- * `?options=-c%20search_path%3Dgateway`), or `sqlite:<path>` (or a bare path, or
- * `sqlite::memory:`). Nothing connects until the first query (the migrations, at start).
+ * Read a database URL (`OP_DATABASE_URL`, `migrate --from/--to`) without opening anything:
+ * - `postgres://…` / `postgresql://…`: PostgreSQL, the URL as given;
+ * - `sqlite:<path>`, `sqlite://<relative path>`, `sqlite:///<absolute path>` (the form most tools
+ *   write; `sqlite:////abs` works too), or a bare path: a SQLite file, taken literally;
+ * - `file:<relative path>`, `file:///<absolute path>`, `file://localhost/<absolute path>`: a
+ *   SQLite file, percent-decoded as file URLs are;
+ * - `sqlite::memory:`, `sqlite:` or `file::memory:`: an in-memory database.
+ * Relative paths are resolved against the working directory.
+ * @throws Error naming what is wrong, for another scheme, a URL form with a query string or
+ *   fragment (SQLite URI parameters such as `?mode=ro` are not supported), a `file:` URL on
+ *   another host or with bad percent-encoding, or a URL that names no file (`sqlite://`,
+ *   `sqlite:///`, a path ending in `/`).
+ */
+export function parseDatabaseUrl(url: string): DatabaseTarget {
+  if (isPostgresUrl(url)) return { engine: 'postgres', url };
+  const bad = (why: string): Error => new Error(`database URL ${JSON.stringify(url)}: ${why}; ${ACCEPTED_FORMS}`);
+  let path: string;
+  if (/^sqlite:/i.test(url)) {
+    path = url.slice('sqlite:'.length);
+    if (path.startsWith('//')) {
+      // URL forms: `sqlite:///abs` has an empty host and the path /abs; `sqlite://rel` is relative.
+      path = path.slice(2);
+      if (/[?#]/.test(path)) throw bad('query parameters and fragments are not supported');
+      if (path === '' || path === '/') throw bad('names no file');
+    }
+  } else if (/^file:/i.test(url)) {
+    const rest = url.slice('file:'.length);
+    if (/[?#]/.test(rest)) throw bad('query parameters and fragments are not supported');
+    if (rest.startsWith('//')) {
+      const host = rest.slice(2, rest.indexOf('/', 2) === -1 ? undefined : rest.indexOf('/', 2));
+      if (host !== '' && host.toLowerCase() !== 'localhost') throw bad(`names a file on host ${JSON.stringify(host)}; only local files can be opened`);
+      try {
+        path = fileURLToPath(`file://${rest.slice(2 + host.length)}`);
+      } catch (err) {
+        throw bad((err as Error).message);
+      }
+    } else {
+      try {
+        path = decodeURIComponent(rest);
+      } catch {
+        throw bad('bad percent-encoding');
+      }
+    }
+    if (path === '') throw bad('names no file');
+  } else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
+    throw new Error(`OP_DATABASE_URL: unsupported database URL scheme "${url.slice(0, url.indexOf(':'))}"; ${ACCEPTED_FORMS}`);
+  } else {
+    path = url;
+  }
+  if (path === ':memory:' || path === '') return { engine: 'sqlite', file: ':memory:' };
+  if (path.endsWith('/')) throw bad('names a directory, not a file');
+  return { engine: 'sqlite', file: resolve(path) };
+}
+
+/**
+ * Open the database named by `OP_DATABASE_URL` (the forms {@link parseDatabaseUrl} reads):
+ * PostgreSQL (`postgres://user:password@host:port/db`, any libpq-style parameter in the query
+ * string, e.g. `?sslmode=require` or `?options=-c%20search_path%3Dgateway`) or a SQLite file.
+ * Nothing connects until the first query (the migrations, at start).
  * `existing` refuses a SQLite file that does not exist yet (instead of creating it).
- * @throws Error for a URL that names neither, or a missing file with `existing`.
+ * @throws Error for a URL {@link parseDatabaseUrl} refuses, or a missing file with `existing`.
  */
 export function openDatabase(url: string = DEFAULT_DATABASE_URL, options: { existing?: boolean } = {}): OpenDatabase {
-  if (isPostgresUrl(url)) return openPostgres(url);
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
-    throw new Error(`OP_DATABASE_URL: unsupported database URL scheme "${url.slice(0, url.indexOf(':'))}"; use postgres://… or sqlite:<path>`);
-  }
-  const path = url.startsWith('sqlite:') ? url.slice('sqlite:'.length) : url;
-  const memory = path === ':memory:' || path === '';
-  const file = memory ? ':memory:' : resolve(path);
+  const target = parseDatabaseUrl(url);
+  if (target.engine === 'postgres') return openPostgres(target.url);
+  const file = target.file;
+  const memory = file === ':memory:';
   if (!memory && options.existing && !existsSync(file)) throw new Error(`no SQLite database at ${file}`);
   if (!memory) mkdirSync(dirname(file), { recursive: true });
   const sqlite = new SQLite(file);

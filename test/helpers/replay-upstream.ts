@@ -119,6 +119,12 @@ export interface Upstream {
   enqueue(...responses: ScriptedResponse[]): void;
   /** Response used when the queue is empty (undefined = 500 `no scripted response`). */
   setDefault(response: ScriptedResponse | undefined): void;
+  /**
+   * Answers computed from the request, before the queue: `fn` returns the response for a request
+   * (e.g. a refusal of a body shape, like a real server's), or undefined to take the next
+   * queued one as usual. Undefined removes it.
+   */
+  setResponder(fn: ((req: RecordedRequest) => ScriptedResponse | undefined) | undefined): void;
   /** Number of queued responses not consumed yet. */
   pendingCount(): number;
   /**
@@ -227,6 +233,7 @@ const NO_SCRIPT: ScriptedResponse = { status: 500, json: { error: { message: 'no
 export async function startUpstream(): Promise<Upstream> {
   const queue: ScriptedResponse[] = [];
   let fallback: ScriptedResponse | undefined;
+  let responder: ((req: RecordedRequest) => ScriptedResponse | undefined) | undefined;
   const requests: RecordedRequest[] = [];
   const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
@@ -312,8 +319,9 @@ export async function startUpstream(): Promise<Upstream> {
           json = undefined;
         }
       }
-      requests.push({ method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers, body, json });
-      const script = queue.shift() ?? fallback ?? NO_SCRIPT;
+      const recorded: RecordedRequest = { method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers, body, json };
+      requests.push(recorded);
+      const script = responder?.(recorded) ?? queue.shift() ?? fallback ?? NO_SCRIPT;
       respond(req, res, script).catch((error: unknown) => {
         res.destroy(error instanceof Error ? error : new Error(String(error)));
       });
@@ -346,6 +354,9 @@ export async function startUpstream(): Promise<Upstream> {
     setDefault(response: ScriptedResponse | undefined) {
       if (response) encodePieces(response);
       fallback = response;
+    },
+    setResponder(fn) {
+      responder = fn;
     },
     pendingCount() {
       return queue.length;

@@ -1,7 +1,7 @@
-import type { ChatMessage, ChatRequest, CompletionRequest } from '../../core/chat-types.js';
-import { requestedOutputLimit } from '../../core/output-limit.js';
+import type { ChatMessage, ChatRequest, CompletionRequest, ContentPart } from '../../core/chat-types.js';
+import { clampOutputLimit, requestedOutputLimit } from '../../core/output-limit.js';
 import type { ResolvedEndpoint } from '../types.js';
-import { DIALECTS, type OpenAIDialect } from './dialects.js';
+import { DIALECTS, type ContentMode, type OpenAIDialect } from './dialects.js';
 
 import { GatewayError } from '../../errors/gateway-error.js';
 import { foldSystemIntoFirstUser, foldsSystemPrompt } from '../fold-system-prompt.js';
@@ -39,9 +39,9 @@ const OPTIONAL_PARAMS: ReadonlyArray<readonly [keyof ChatRequest & string, strin
  * field (or dropped), `reasoning_details` kept only where understood, and `null` rather than
  * `""` beside tool calls.
  */
-function toWireMessages(messages: ChatMessage[], dialect: OpenAIDialect, stringContent: boolean): unknown[] {
+function toWireMessages(messages: ChatMessage[], dialect: OpenAIDialect, content: ContentMode): unknown[] {
   return messages.map((m) => {
-    if (stringContent && Array.isArray(m.content)) m = { ...m, content: joinTextParts(m.content) } as ChatMessage;
+    if (content !== 'parts' && Array.isArray(m.content) && (content === 'string' || m.content.every(isTextPart))) m = { ...m, content: joinTextParts(m.content) } as ChatMessage;
     if (m.role !== 'assistant') return m;
     const { reasoning, reasoning_details, ...rest } = m;
     const out: Record<string, unknown> = { ...rest };
@@ -56,6 +56,9 @@ function toWireMessages(messages: ChatMessage[], dialect: OpenAIDialect, stringC
   });
 }
 
+/** Whether a part is text (or a refusal): what a string can carry. */
+const isTextPart = (p: ContentPart): boolean => p.type === 'text' || p.type === 'refusal';
+
 /** Text (and refusal) parts joined in order, a blank line between: for servers that take string content only. */
 function joinTextParts(parts: Extract<ChatMessage['content'], unknown[]>): string {
   return parts.map((p) => (p.type === 'text' ? p.text : p.type === 'refusal' ? p.refusal : '')).filter((t) => t !== '').join('\n\n');
@@ -68,7 +71,7 @@ function joinTextParts(parts: Extract<ChatMessage['content'], unknown[]>): strin
 function assertStringContent(messages: ChatMessage[], target: ResolvedEndpoint): void {
   messages.forEach((m, i) => {
     if (!Array.isArray(m.content)) return;
-    const j = m.content.findIndex((p) => p.type !== 'text' && p.type !== 'refusal');
+    const j = m.content.findIndex((p) => !isTextPart(p));
     if (j === -1) return;
     const param = `messages[${i}].content[${j}]`;
     throw new GatewayError('unsupported_input_modality', `${param}: ${m.content[j]!.type} parts cannot be sent to ${target.id}, which takes string content only (string_content)`, { param });
@@ -113,6 +116,12 @@ function copySupported(req: Record<string, unknown>, body: Record<string, unknow
   return dropped;
 }
 
+/** How a target takes content arrays: its `string_content` (true: `string`, false: `parts`), else its dialect's. */
+function contentMode(target: ResolvedEndpoint, dialect: OpenAIDialect): ContentMode {
+  const set = target.endpoint.string_content;
+  return set === undefined ? dialect.content : set ? 'string' : 'parts';
+}
+
 /** The dialect of a target (kind `openai` providers). */
 export function dialectOf(target: ResolvedEndpoint): OpenAIDialect {
   return DIALECTS[target.provider.dialect];
@@ -120,9 +129,10 @@ export function dialectOf(target: ResolvedEndpoint): OpenAIDialect {
 
 /**
  * Build the upstream body of an OpenAI-compatible chat call. Streams always ask for usage
- * (`stream_options.include_usage`), whatever the client asked. Endpoints with string content
- * (`string_content`, else the dialect's default) get text-only content arrays joined into one
- * string; those that fold the system prompt (`fold_system_prompt`, on for Gemma) get system
+ * (`stream_options.include_usage`), whatever the client asked. Content arrays go as the
+ * dialect's {@link OpenAIDialect.content} says (or the endpoint's `string_content`): text-only
+ * arrays joined into one string for `llamacpp`, `ollama` (arrays with media kept) and
+ * string-content servers (`deepseek`, `groq`: media refused); those that fold the system prompt (`fold_system_prompt`, on for Gemma) get system
  * and developer text at the start of the first user turn.
  * @throws GatewayError `unsupported_input_modality` for an image, audio or file part sent to a
  *   string-content endpoint.
@@ -131,10 +141,10 @@ export function dialectOf(target: ResolvedEndpoint): OpenAIDialect {
 export function convertToOpenAIChatRequest(req: ChatRequest, target: ResolvedEndpoint, stream: boolean) {
   const supported = target.endpoint.supported_parameters;
   const dialect = dialectOf(target);
-  const stringContent = target.endpoint.string_content ?? dialect.stringContent;
-  if (stringContent) assertStringContent(req.messages, target);
+  const content = contentMode(target, dialect);
+  if (content === 'string') assertStringContent(req.messages, target);
   const messages = foldsSystemPrompt(target) ? foldSystemIntoFirstUser(req.messages) : req.messages;
-  const body: Record<string, unknown> = { model: target.endpoint.upstream_model, messages: toWireMessages(messages, dialect, stringContent) };
+  const body: Record<string, unknown> = { model: target.endpoint.upstream_model, messages: toWireMessages(messages, dialect, content) };
   const dropped = copySupported(req as unknown as Record<string, unknown>, body, supported, OPTIONAL_PARAMS);
   applyReasoning(req, body, supported, dialect, dropped);
   const limit = requestedOutputLimit(req);
@@ -170,7 +180,9 @@ const COMPLETION_PARAMS: ReadonlyArray<readonly [string, string]> = [
 
 /**
  * Build the upstream body of a native legacy completion call (`POST /completions`).
- * `echo`, `suffix` and `best_of` are passed as given: only native endpoints take them.
+ * `echo`, `suffix` and `best_of` are passed as given: only native endpoints take them;
+ * `max_tokens` above the endpoint's `max_completion_tokens` (routing sends one only under
+ * `output_limit: clamp`) is lowered to it, with a warning.
  * @see https://platform.openai.com/docs/api-reference/completions/create
  */
 export function convertToOpenAICompletionRequest(req: CompletionRequest, target: ResolvedEndpoint, stream: boolean) {
@@ -178,10 +190,11 @@ export function convertToOpenAICompletionRequest(req: CompletionRequest, target:
   const body: Record<string, unknown> = { model: target.endpoint.upstream_model, prompt: req.prompt };
   const dropped = copySupported(req as unknown as Record<string, unknown>, body, supported, COMPLETION_PARAMS);
   for (const field of ['echo', 'suffix', 'best_of'] as const) if (req[field] != null) body[field] = req[field];
-  if (req.max_tokens != null) body.max_tokens = req.max_tokens;
+  const warnings: string[] = [];
+  if (req.max_tokens != null) body.max_tokens = clampOutputLimit(req.max_tokens, target.endpoint.max_completion_tokens, 'max_tokens', warnings);
   if (stream) {
     body.stream = true;
     body.stream_options = { include_usage: true };
   }
-  return { url: urlFor(target, '/completions'), headers: headersFor(target), body: JSON.stringify(body), dropped };
+  return { url: urlFor(target, '/completions'), headers: headersFor(target), body: JSON.stringify(body), dropped, warnings };
 }

@@ -7,6 +7,9 @@
 export const OPENAI_DIALECTS = ['openai', 'vllm', 'llamacpp', 'ollama', 'deepseek', 'groq', 'openrouter', 'mistral'] as const;
 export type OpenAIDialectName = (typeof OPENAI_DIALECTS)[number];
 
+/** How a dialect sends content arrays (see {@link OpenAIDialect.content}). */
+export type ContentMode = 'parts' | 'joined-text' | 'string';
+
 export interface OpenAIDialect {
   /** Field that carries the output limit. */
   outputLimitField: 'max_completion_tokens' | 'max_tokens';
@@ -27,10 +30,16 @@ export interface OpenAIDialect {
   /** Whether the server understands `parallel_tool_calls` (others ignore or reject it). */
   parallelToolCalls: boolean;
   /**
-   * Whether the server takes only string `content` (DeepSeek: "invalid type: sequence, expected
-   * a string"; Groq for system messages): text-only content arrays are sent joined.
+   * How message `content` arrays are sent (the endpoint's `string_content` overrides it):
+   * - `parts`: as the client gave them;
+   * - `joined-text`: an array whose parts are all text (or refusal) goes as one string, the parts
+   *   joined in order with a blank line between; an array with an image, audio or file part keeps
+   *   its parts (llama.cpp, Ollama: older builds answer any array with "type must be string, but
+   *   is array", newer ones take arrays for media; neither reads `cache_control` on a part);
+   * - `string`: the server takes only string content (DeepSeek: "invalid type: sequence,
+   *   expected a string"; Groq for system messages): text arrays are joined, media parts refused.
    */
-  stringContent: boolean;
+  content: ContentMode;
   /** Whether a named `tool_choice` is honoured (llama.cpp treats it as `auto`: send `required` with only that tool instead). */
   namedToolChoice: boolean;
 }
@@ -41,7 +50,7 @@ const base: OpenAIDialect = {
   echoReasoning: 'drop',
   echoReasoningDetails: false,
   parallelToolCalls: true,
-  stringContent: false,
+  content: 'parts',
   namedToolChoice: true,
 };
 
@@ -49,10 +58,10 @@ const base: OpenAIDialect = {
 export const DIALECTS: Readonly<Record<OpenAIDialectName, OpenAIDialect>> = Object.freeze({
   openai: base,
   vllm: { ...base, outputLimitField: 'max_tokens', echoReasoning: 'reasoning' },
-  llamacpp: { ...base, outputLimitField: 'max_tokens', reasoningParam: 'none', echoReasoning: 'reasoning_content', namedToolChoice: false },
-  ollama: { ...base, outputLimitField: 'max_tokens', echoReasoning: 'reasoning', parallelToolCalls: false },
-  deepseek: { ...base, outputLimitField: 'max_tokens', reasoningParam: 'none', echoReasoning: 'reasoning_content_on_tool_calls', parallelToolCalls: false, stringContent: true },
-  groq: { ...base, reasoningParam: 'reasoning_effort', stringContent: true },
+  llamacpp: { ...base, outputLimitField: 'max_tokens', reasoningParam: 'none', echoReasoning: 'reasoning_content', namedToolChoice: false, content: 'joined-text' },
+  ollama: { ...base, outputLimitField: 'max_tokens', echoReasoning: 'reasoning', parallelToolCalls: false, content: 'joined-text' },
+  deepseek: { ...base, outputLimitField: 'max_tokens', reasoningParam: 'none', echoReasoning: 'reasoning_content_on_tool_calls', parallelToolCalls: false, content: 'string' },
+  groq: { ...base, reasoningParam: 'reasoning_effort', content: 'string' },
   openrouter: { ...base, outputLimitField: 'max_tokens', reasoningParam: 'reasoning', echoReasoning: 'reasoning', echoReasoningDetails: true },
   mistral: { ...base, outputLimitField: 'max_tokens', reasoningParam: 'none', parallelToolCalls: true },
 });

@@ -1,6 +1,7 @@
 import type { ReasoningDetail, ToolCall, Usage } from '../../core/chat-types.js';
 import type { ChatResult } from '../../core/chat-result.js';
 import type { StreamPart } from '../../core/stream-part.js';
+import { clampOutputLimit } from '../../core/output-limit.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import type { ResolvedEndpoint, StreamTransform, UpstreamCall } from '../types.js';
 import { headersFor, urlFor } from './convert-to-openai-request.js';
@@ -26,7 +27,8 @@ const GATEWAY_ONLY = new Set(['models', 'provider', 'op', 'previous_response_id'
  * upstream model name, `stream`, `store: false` (the gateway keeps responses itself and has
  * already expanded `previous_response_id` into `input`) and the gateway fields removed. Output
  * limits were checked by routing (an endpoint's `max_completion_tokens` bounds
- * `max_output_tokens`); nothing is dropped.
+ * `max_output_tokens`; under `output_limit: clamp` a larger one is lowered to it, with a
+ * warning); nothing is dropped.
  */
 export function convertToOpenAIResponsesRequest(req: Record<string, unknown>, target: ResolvedEndpoint, stream: boolean): UpstreamCall {
   const body: Record<string, unknown> = {};
@@ -34,7 +36,9 @@ export function convertToOpenAIResponsesRequest(req: Record<string, unknown>, ta
   body.model = target.endpoint.upstream_model;
   body.store = false;
   if (stream) body.stream = true;
-  return { url: urlFor(target, '/responses'), headers: headersFor(target), body: JSON.stringify(body), dropped: [] };
+  const warnings: string[] = [];
+  if (typeof body.max_output_tokens === 'number') body.max_output_tokens = clampOutputLimit(body.max_output_tokens, target.endpoint.max_completion_tokens, 'max_output_tokens', warnings);
+  return { url: urlFor(target, '/responses'), headers: headersFor(target), body: JSON.stringify(body), dropped: [], warnings };
 }
 
 interface ResponsesUsageWire {

@@ -41,4 +41,6 @@ export const messagesIngress: GenerationIngress<MessagesRequest> = {
   createStreamEncoder: messagesStreamEncoder,
   responseBody: (ident, result, usage) => messagesResponseBody(ident, result, usage),
   errorBody: anthropicErrorBody,
+  // invalid_request_error, not not_found_error: the model exists, the request asked too much.
+  unservableStatus: 400,
 };

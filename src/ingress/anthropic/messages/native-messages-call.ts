@@ -1,4 +1,5 @@
 import { anthropicHeaders, anthropicMessagesUrl } from '../../../providers/anthropic/convert-to-anthropic-request.js';
+import { clampOutputLimit } from '../../../core/output-limit.js';
 import type { ResolvedEndpoint, UpstreamCall } from '../../../providers/types.js';
 import type { MessagesRequest } from './messages-request-schema.js';
 
@@ -27,7 +28,8 @@ export function nativeHeaders(target: ResolvedEndpoint, client: Readonly<Record<
 /**
  * The client's Messages body with only the gateway's edits, for an `anthropic` endpoint (the
  * pass-through lane): the gateway fields removed, `model` → the endpoint's `upstream_model`,
- * `max_tokens` capped at the endpoint's `max_completion_tokens`, a thinking budget below
+ * `max_tokens` capped at the endpoint's `max_completion_tokens` (routing sends a larger one here
+ * only under `output_limit: clamp`), a thinking budget below
  * Anthropic's minimum (1024) raised to it — or thinking left out when `max_tokens` leaves no
  * room (Claude Code's background calls send 500) —, and thinking blocks without a signature
  * (from a translated answer) left out of the history. Everything else — thinking signatures,
@@ -36,13 +38,8 @@ export function nativeHeaders(target: ResolvedEndpoint, client: Readonly<Record<
 export function nativeMessagesBody(req: MessagesRequest, target: ResolvedEndpoint, warnings: string[]): Record<string, unknown> {
   const body: Record<string, unknown> = { ...req, model: target.endpoint.upstream_model };
   for (const f of GATEWAY_FIELDS) delete body[f];
-  const cap = target.endpoint.max_completion_tokens;
-  let maxTokens = req.max_tokens;
-  if (maxTokens !== undefined && cap !== undefined && maxTokens > cap) {
-    warnings.push(`max_tokens ${maxTokens} lowered to the endpoint's max_completion_tokens ${cap}`);
-    maxTokens = cap;
-    body.max_tokens = cap;
-  }
+  const maxTokens = clampOutputLimit(req.max_tokens, target.endpoint.max_completion_tokens, 'max_tokens', warnings);
+  if (maxTokens !== req.max_tokens) body.max_tokens = maxTokens;
   const thinking = req.thinking;
   if (thinking?.type === 'enabled' && thinking.budget_tokens < MIN_THINKING_BUDGET) {
     if (maxTokens !== undefined && maxTokens <= MIN_THINKING_BUDGET) {
