@@ -183,6 +183,31 @@ describe('local provider: llama.cpp engine through the gateway', { skip }, () =>
     assert.equal(model.tokenize(completion.choices[0]!.text).length, 9);
   });
 
+  test('text completions: completion_tokens is exactly max_tokens and the text holds at most that many tokens, over 10 calls', async () => {
+    // The model favours the two bytes of "é" (C3 A9): a generation often reaches max_tokens in the
+    // middle of a character. Before: the engine then sampled one more token to finish it, and
+    // reported max_tokens + 1 (4 of these 10 calls), and the text held that token.
+    const logit_bias = { [String(byteToken(0xc3))]: 10, [String(byteToken(0xa9))]: 10 };
+    /**
+     * Fewest tokens that make the text: this vocabulary has one token per byte, and each U+FFFD
+     * stands for at least one byte that is no whole character.
+     */
+    const tokensOf = (text: string) => Buffer.byteLength(text.replaceAll('\uFFFD', '?'));
+    const counts: Array<{ max: number; reported: number | undefined; inText: number }> = [];
+    for (let i = 0; i < 10; i++) {
+      const max = 5 + 2 * i;
+      const prompt = `Story ${i}: it was`;
+      const completion = await client.completions.create({ model: 'local/tiny-llama', prompt, max_tokens: max, temperature: 1, seed: 100 + i, logit_bias });
+      counts.push({ max, reported: completion.usage?.completion_tokens, inText: tokensOf(completion.choices[0]!.text) });
+      assert.equal(completion.choices[0]?.finish_reason, 'length');
+      assert.equal(completion.usage?.prompt_tokens, 1 + model.tokenize(prompt).length);
+    }
+    const summary = JSON.stringify(counts);
+    assert.deepEqual(counts.map((c) => c.reported), counts.map((c) => c.max), summary);
+    // No token past the limit reached the text (the first byte of a character cut by the limit is dropped, as in chat).
+    for (const c of counts) assert.ok(c.inText <= c.max, summary);
+  });
+
   test('seed: the same seed gives the same output, another seed another one', async () => {
     const opts = { max_tokens: 40, temperature: 1, top_p: 0.95 };
     const a = await chat('Say something.', { ...opts, seed: 1234 });

@@ -461,6 +461,11 @@ export async function prepareChat(engine: Engine, body: Body): Promise<PreparedG
   };
 }
 
+/** The text without a trailing unfinished character (the replacement character detokenizing leaves for it). */
+function wholeCharacters(text: string): string {
+  return text.endsWith('\uFFFD') ? text.slice(0, -1) : text;
+}
+
 /** Whether the model's tokenizer puts a BOS token before a raw prompt (as LlamaCompletion does). */
 function prependsBos(engine: Engine): boolean {
   const { model, lib } = engine;
@@ -496,6 +501,13 @@ export function prepareCompletion(engine: Engine, body: Body): PreparedGeneratio
       const before = outputTokens(slot.sequence);
       let text = '';
       let stopReason: string;
+      // LlamaCompletion samples one token past maxTokens when token maxTokens is the first byte
+      // of a character (it waits for the rest before checking the limit). Chat (LlamaChat)
+      // stops at the limit and drops the unfinished character; so do we: the tokens it releases
+      // are counted (onToken comes right before onTextChunk with the same tokens) and the text
+      // past the limit is cut, and the count is capped at the limit below.
+      const delivered: Token[] = [];
+      let chunkTokens: Token[] = [];
       try {
         const res = await slot.completion.generateCompletionWithMeta(input, {
           maxTokens,
@@ -510,7 +522,14 @@ export function prepareCompletion(engine: Engine, body: Body): PreparedGeneratio
           disableContextShift: true,
           signal,
           stopOnAbortSignal: true,
+          onToken: (tokens) => {
+            chunkTokens = tokens;
+          },
           onTextChunk: (chunk) => {
+            const room = maxTokens - delivered.length;
+            if (chunkTokens.length > room) chunk = wholeCharacters(engine.model.detokenize(chunkTokens.slice(0, Math.max(0, room)), false, delivered));
+            delivered.push(...chunkTokens.slice(0, Math.max(0, room)));
+            chunkTokens = [];
             if (chunk === '') return;
             text += chunk;
             sink?.text(chunk);
@@ -521,7 +540,7 @@ export function prepareCompletion(engine: Engine, body: Body): PreparedGeneratio
         if (!isAbort(err, signal)) throw err;
         stopReason = 'abort';
       }
-      const completion = outputTokens(slot.sequence) - before;
+      const completion = Math.min(outputTokens(slot.sequence) - before, maxTokens);
       return {
         text,
         reasoning: '',
