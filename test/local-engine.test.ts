@@ -262,6 +262,50 @@ describe('local provider: llama.cpp engine through the gateway', { skip }, () =>
     }
   });
 
+  test('response_format json_schema: integers and numbers follow JSON Schema (no exponent in an integer, bounds kept), 50 seeds', async () => {
+    // Before: node-llama-cpp's grammar let an integer take an exponent ("293e0", "8E9",
+    // "2E-265995223919020") and 16 digits, a number a 16-digit exponent, and ignored bounds.
+    const schema = {
+      type: 'object',
+      properties: {
+        count: { type: 'integer' },
+        age: { type: 'integer', minimum: 18, maximum: 120 },
+        delta: { type: 'integer', exclusiveMinimum: -10, exclusiveMaximum: 10 },
+        score: { type: 'number' },
+        ratio: { type: 'number', minimum: 0, maximum: 1 },
+        maybe: { type: ['integer', 'null'], minimum: 0, maximum: 9 },
+      },
+      required: ['count', 'age', 'delta', 'score', 'ratio', 'maybe'],
+      additionalProperties: false,
+    };
+    const INTEGER = /^-?(0|[1-9][0-9]*)$/;
+    const NUMBER = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$/;
+    const validate = new Ajv().compile(schema);
+    const failures: string[] = [];
+    for (let seed = 1; seed <= 50; seed++) {
+      const res = await chat('Give the numbers as JSON.', {
+        max_tokens: 300,
+        temperature: 1,
+        seed,
+        // The model favours digits and exponent letters, as a model writing numbers does.
+        logit_bias: Object.fromEntries([...'0123456789eE'].map((c) => [String(byteToken(c.charCodeAt(0))), 4])),
+        response_format: { type: 'json_schema', json_schema: { name: 'numbers', schema, strict: true } },
+      } as Partial<OpenAI.ChatCompletionCreateParamsNonStreaming>);
+      const content = res.choices[0]!.message.content!;
+      // Each value as written (JSON.parse would accept 8E9 as the integer 8000000000).
+      const raw = Object.fromEntries([...content.matchAll(/"(\w+)"\s*:\s*([^,}\s]+)/g)].map((m) => [m[1]!, m[2]!]));
+      const parsed = JSON.parse(content) as Record<string, number | null>;
+      const problems = [
+        ...['count', 'age', 'delta'].filter((k) => !INTEGER.test(raw[k] ?? '') || !Number.isSafeInteger(parsed[k])),
+        ...['score', 'ratio'].filter((k) => !NUMBER.test(raw[k] ?? '') || !Number.isFinite(parsed[k])),
+        ...(raw.maybe === 'null' || (INTEGER.test(raw.maybe ?? '') && Number.isSafeInteger(parsed.maybe)) ? [] : ['maybe']),
+        ...(validate(parsed) ? [] : [JSON.stringify(validate.errors)]),
+      ];
+      if (problems.length > 0) failures.push(`seed ${seed}: ${problems.join(', ')} in ${content}`);
+    }
+    assert.deepEqual(failures, []);
+  });
+
   test('response_format under a template that ends turns with a newline: the output ends only where the grammar allows', async () => {
     // Before: a newline right after "{" (allowed JSON whitespace) fired the template's stop
     // trigger: the answer was "{" with finish_reason "stop".

@@ -14,6 +14,8 @@ import type {
   LlamaChatResponseFunctionCallParamsChunk, LlamaCompletion, LlamaContextSequence, LlamaGrammar, LlamaModel, Llama, Token, TokenBias,
 } from 'node-llama-cpp';
 
+import { prepareJsonSchema, replaceNumberRules, SchemaBoundsError } from './json-schema-grammar.js';
+
 export type NodeLlamaCpp = typeof import('node-llama-cpp');
 
 /** A request the engine refuses: sent back as an OpenAI error with this status. */
@@ -280,12 +282,24 @@ export function toChatHistory(messages: unknown): ChatHistoryItem[] {
   return history;
 }
 
+/**
+ * Grammar for a JSON schema, with JSON Schema's integer and number rules
+ * ({@link prepareJsonSchema}): node-llama-cpp converts the rest, our rules replace its
+ * placeholders. Same options (stop trigger, whitespace trim) as node-llama-cpp's own.
+ */
+async function jsonSchemaGrammar(llama: Llama, schema: Record<string, unknown>): Promise<LlamaGrammar> {
+  const prepared = prepareJsonSchema(schema, randomBytes(6).toString('hex'));
+  const base = await (llama as unknown as JsonSchemaGrammars).createGrammarForJsonSchema(prepared.schema);
+  if (prepared.numbers.size === 0 && !/^(integer|fractional)-number-rule ::= /m.test(base.grammar)) return base;
+  return llama.createGrammar({ grammar: replaceNumberRules(base.grammar, prepared.numbers), stopGenerationTriggers: base.stopGenerationTriggers, trimWhitespaceSuffix: base.trimWhitespaceSuffix });
+}
+
 /** Grammar for a JSON schema (cached), or for any JSON when `schema` is null. */
 async function grammarFor(engine: Engine, schema: Record<string, unknown> | null, param: string): Promise<LlamaGrammar> {
   const key = schema === null ? 'json' : JSON.stringify(schema);
   let grammar = engine.grammars.get(key);
   if (!grammar) {
-    grammar = schema === null ? engine.llama.getGrammarFor('json') : (engine.llama as unknown as JsonSchemaGrammars).createGrammarForJsonSchema(schema);
+    grammar = schema === null ? engine.llama.getGrammarFor('json') : jsonSchemaGrammar(engine.llama, schema);
     if (engine.grammars.size >= MAX_GRAMMARS) engine.grammars.delete(engine.grammars.keys().next().value as string);
     engine.grammars.set(key, grammar);
   }
@@ -293,6 +307,7 @@ async function grammarFor(engine: Engine, schema: Record<string, unknown> | null
     return await grammar;
   } catch (err) {
     engine.grammars.delete(key);
+    if (err instanceof SchemaBoundsError) throw new RequestError(`${param}${err.path}: ${err.reason}`, `${param}${err.path}`);
     throw new RequestError(`${param}: the local engine cannot turn this JSON schema into a grammar: ${(err as Error).message}`, param);
   }
 }
