@@ -183,6 +183,31 @@ describe('local provider: llama.cpp engine through the gateway', { skip }, () =>
     assert.equal(model.tokenize(completion.choices[0]!.text).length, 9);
   });
 
+  test('text completions: completion_tokens is exactly max_tokens and the text holds at most that many tokens, over 10 calls', async () => {
+    // The model favours the two bytes of "é" (C3 A9): a generation often reaches max_tokens in the
+    // middle of a character. Before: the engine then sampled one more token to finish it, and
+    // reported max_tokens + 1 (4 of these 10 calls), and the text held that token.
+    const logit_bias = { [String(byteToken(0xc3))]: 10, [String(byteToken(0xa9))]: 10 };
+    /**
+     * Fewest tokens that make the text: this vocabulary has one token per byte, and each U+FFFD
+     * stands for at least one byte that is no whole character.
+     */
+    const tokensOf = (text: string) => Buffer.byteLength(text.replaceAll('\uFFFD', '?'));
+    const counts: Array<{ max: number; reported: number | undefined; inText: number }> = [];
+    for (let i = 0; i < 10; i++) {
+      const max = 5 + 2 * i;
+      const prompt = `Story ${i}: it was`;
+      const completion = await client.completions.create({ model: 'local/tiny-llama', prompt, max_tokens: max, temperature: 1, seed: 100 + i, logit_bias });
+      counts.push({ max, reported: completion.usage?.completion_tokens, inText: tokensOf(completion.choices[0]!.text) });
+      assert.equal(completion.choices[0]?.finish_reason, 'length');
+      assert.equal(completion.usage?.prompt_tokens, 1 + model.tokenize(prompt).length);
+    }
+    const summary = JSON.stringify(counts);
+    assert.deepEqual(counts.map((c) => c.reported), counts.map((c) => c.max), summary);
+    // No token past the limit reached the text (the first byte of a character cut by the limit is dropped, as in chat).
+    for (const c of counts) assert.ok(c.inText <= c.max, summary);
+  });
+
   test('seed: the same seed gives the same output, another seed another one', async () => {
     const opts = { max_tokens: 40, temperature: 1, top_p: 0.95 };
     const a = await chat('Say something.', { ...opts, seed: 1234 });
@@ -235,6 +260,50 @@ describe('local provider: llama.cpp engine through the gateway', { skip }, () =>
       assert.ok(validate(parsed), `${content}: ${JSON.stringify(validate.errors)}`);
       assert.equal(res.choices[0]?.finish_reason, 'stop');
     }
+  });
+
+  test('response_format json_schema: integers and numbers follow JSON Schema (no exponent in an integer, bounds kept), 50 seeds', async () => {
+    // Before: node-llama-cpp's grammar let an integer take an exponent ("293e0", "8E9",
+    // "2E-265995223919020") and 16 digits, a number a 16-digit exponent, and ignored bounds.
+    const schema = {
+      type: 'object',
+      properties: {
+        count: { type: 'integer' },
+        age: { type: 'integer', minimum: 18, maximum: 120 },
+        delta: { type: 'integer', exclusiveMinimum: -10, exclusiveMaximum: 10 },
+        score: { type: 'number' },
+        ratio: { type: 'number', minimum: 0, maximum: 1 },
+        maybe: { type: ['integer', 'null'], minimum: 0, maximum: 9 },
+      },
+      required: ['count', 'age', 'delta', 'score', 'ratio', 'maybe'],
+      additionalProperties: false,
+    };
+    const INTEGER = /^-?(0|[1-9][0-9]*)$/;
+    const NUMBER = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$/;
+    const validate = new Ajv().compile(schema);
+    const failures: string[] = [];
+    for (let seed = 1; seed <= 50; seed++) {
+      const res = await chat('Give the numbers as JSON.', {
+        max_tokens: 300,
+        temperature: 1,
+        seed,
+        // The model favours digits and exponent letters, as a model writing numbers does.
+        logit_bias: Object.fromEntries([...'0123456789eE'].map((c) => [String(byteToken(c.charCodeAt(0))), 4])),
+        response_format: { type: 'json_schema', json_schema: { name: 'numbers', schema, strict: true } },
+      } as Partial<OpenAI.ChatCompletionCreateParamsNonStreaming>);
+      const content = res.choices[0]!.message.content!;
+      // Each value as written (JSON.parse would accept 8E9 as the integer 8000000000).
+      const raw = Object.fromEntries([...content.matchAll(/"(\w+)"\s*:\s*([^,}\s]+)/g)].map((m) => [m[1]!, m[2]!]));
+      const parsed = JSON.parse(content) as Record<string, number | null>;
+      const problems = [
+        ...['count', 'age', 'delta'].filter((k) => !INTEGER.test(raw[k] ?? '') || !Number.isSafeInteger(parsed[k])),
+        ...['score', 'ratio'].filter((k) => !NUMBER.test(raw[k] ?? '') || !Number.isFinite(parsed[k])),
+        ...(raw.maybe === 'null' || (INTEGER.test(raw.maybe ?? '') && Number.isSafeInteger(parsed.maybe)) ? [] : ['maybe']),
+        ...(validate(parsed) ? [] : [JSON.stringify(validate.errors)]),
+      ];
+      if (problems.length > 0) failures.push(`seed ${seed}: ${problems.join(', ')} in ${content}`);
+    }
+    assert.deepEqual(failures, []);
   });
 
   test('response_format under a template that ends turns with a newline: the output ends only where the grammar allows', async () => {

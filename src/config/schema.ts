@@ -359,6 +359,11 @@ export const recordsSchema = z
     durability: z.enum(['batched', 'strict']).default('batched'),
     /** Most records held in memory while the database cannot be written; older ones are dropped and counted beyond. */
     max_queued: z.number().int().min(1_000).max(10_000_000).default(100_000),
+    /**
+     * Keep the upstream's error message (`upstream_error.message`) in every failed record, also
+     * under retention `none`. Off: it is kept only inside `error_message`, while retention keeps text.
+     */
+    keep_upstream_error_message: z.boolean().default(false),
   })
   .strict();
 

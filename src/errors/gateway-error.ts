@@ -13,6 +13,24 @@ export interface ErrorBody {
   metadata?: Record<string, unknown>;
 }
 
+/**
+ * What an upstream said about a failure, as the gateway read it from the upstream's error body
+ * or event. Not part of the wire envelope (its code goes out as `metadata.upstream_code`); the
+ * generation record keeps it (see docs/records.md, "Why a request failed").
+ */
+export interface UpstreamErrorInfo {
+  /** HTTP status of the upstream response (200 for an error inside a response or stream). */
+  status: number;
+  /** The upstream's error code (OpenAI `error.code`, Gemini's `ErrorInfo.reason`), or null. */
+  code: string | number | null;
+  /** The upstream's error type (OpenAI and Anthropic `error.type`, Gemini `error.status`), or null. */
+  type: string | null;
+  /** The request field the upstream named (OpenAI `error.param`), or null. */
+  param: string | null;
+  /** The upstream's message. It may quote the request, so records keep it only as retention or `records.keep_upstream_error_message` allow. */
+  message: string;
+}
+
 /** Options of {@link GatewayError}. */
 export interface GatewayErrorOptions {
   /** The request field the error is about, in dotted form (`messages[2].content`). */
@@ -22,6 +40,8 @@ export interface GatewayErrorOptions {
   /** Seconds the client should wait before retrying (sent as `Retry-After`). */
   retryAfterSeconds?: number;
   metadata?: Record<string, unknown>;
+  /** What the upstream said, when the error comes from an upstream's answer. */
+  upstream?: UpstreamErrorInfo;
   cause?: unknown;
 }
 
@@ -35,6 +55,8 @@ export class GatewayError extends Error {
   readonly param: string | null;
   readonly retryAfterSeconds: number | undefined;
   readonly metadata: Record<string, unknown> | undefined;
+  /** What the upstream said, when the error comes from an upstream's answer (not sent to the client as such). */
+  readonly upstream: UpstreamErrorInfo | undefined;
 
   constructor(code: ErrorCode, message: string, options: GatewayErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -44,6 +66,7 @@ export class GatewayError extends Error {
     this.param = options.param ?? null;
     this.retryAfterSeconds = options.retryAfterSeconds;
     this.metadata = options.metadata;
+    this.upstream = options.upstream;
   }
 
   get kind(): ErrorKind {

@@ -51,6 +51,7 @@ export async function runAttempts(
       const why = draft.attempts.length >= routing.max_attempts ? `routing.max_attempts (${routing.max_attempts})` : `routing.request_deadline_ms (${routing.request_deadline_ms})`;
       throw new GatewayError('attempts_exhausted', `gave up after ${draft.attempts.length} attempts: ${why} reached; last error: ${lastError?.message ?? 'none'}`, {
         metadata: { last_error: lastError?.toBody() },
+        upstream: lastError?.upstream,
       });
     }
     let reserved = 0n;

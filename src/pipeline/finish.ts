@@ -60,7 +60,7 @@ export function keepRecordText(draft: GenerationDraft, input: GenerationInput, o
  * settled once the record is committed (or its write failed and waits for a retry); never rejects.
  */
 export function finishGeneration(rt: GatewayRuntime, draft: GenerationDraft): Promise<void> | void {
-  const row = draft.toRow();
+  const row = draft.toRow(rt.config.records.keep_upstream_error_message);
   const written = rt.writer.add(row);
   recordMetrics(rt, row, draft);
   if (generationEnd.hasSubscribers) generationEnd.publish({ draft, latencyMs: row.latency_ms, metrics: rt.metrics } satisfies GenerationEndEvent);

@@ -1,4 +1,6 @@
 import type { Usage } from '../core/chat-types.js';
+import type { GatewayError, UpstreamErrorInfo } from '../errors/gateway-error.js';
+import { MAX_UPSTREAM_FIELD } from '../providers/upstream-errors.js';
 import type { ClientApi } from '../ingress/types.js';
 import type { GenerationsTable } from '../store/schema.js';
 
@@ -31,7 +33,12 @@ export class GenerationDraft {
   upstreamModel: string | null = null;
   status: 'success' | 'error' | 'cancelled' = 'success';
   errorCode: string | null = null;
+  /** The error's message as the client got it; it may quote the request, so the record keeps it only when retention keeps text. */
   errorMessage: string | null = null;
+  /** The request field the error is about (the gateway's or the upstream's `param`). */
+  errorParam: string | null = null;
+  /** What the upstream said, when the error comes from an upstream's answer. */
+  upstreamError: UpstreamErrorInfo | null = null;
   httpStatus = 200;
   finishReason: string | null = null;
   nativeFinishReason: string | null = null;
@@ -91,11 +98,27 @@ export class GenerationDraft {
     if (this.ttftMs === null) this.ttftMs = this.elapsed();
   }
 
-  /** The database row. Text goes in only when retention is not `none`. */
-  toRow(): GenerationsTable {
+  /** End the generation as failed with `err`: its code, message, field and what the upstream said. */
+  fail(err: GatewayError): void {
+    this.status = 'error';
+    this.errorCode = err.code;
+    this.errorMessage = err.message;
+    this.errorParam = err.param;
+    this.upstreamError = err.upstream ?? null;
+  }
+
+  /**
+   * The database row. Text goes in only when retention is not `none`: the request and output
+   * (`content`) and the error message (`error_message`, which may quote the request). A failed
+   * generation always keeps `detail.error`: the error's `param` and the upstream's status, code,
+   * type and param (no text of the request); the upstream's message too with
+   * `keepUpstreamErrorMessage` (`records.keep_upstream_error_message`), whatever the retention.
+   */
+  toRow(keepUpstreamErrorMessage = false): GenerationsTable {
     const u = this.usage;
     const detail: Record<string, unknown> = { attempts: this.attempts, routing_reason: this.routingReason, dropped_parameters: this.dropped, warnings: this.warnings };
     if (this.cacheHit) detail.cache_hit = true;
+    if (this.errorCode !== null && this.status === 'error') detail.error = this.errorDetail(keepUpstreamErrorMessage);
     return {
       id: this.id,
       request_id: this.requestId,
@@ -131,4 +154,35 @@ export class GenerationDraft {
       content: this.retention === 'none' || this.content === null ? null : JSON.stringify(this.content),
     };
   }
+
+  private errorDetail(keepUpstreamMessage: boolean): RecordedError {
+    const cut = (v: string | null) => (v === null ? null : v.slice(0, MAX_UPSTREAM_FIELD));
+    const up = this.upstreamError;
+    return {
+      param: cut(this.errorParam),
+      upstream: up
+        ? { status: up.status, code: typeof up.code === 'string' ? cut(up.code) : up.code, type: cut(up.type), param: cut(up.param), ...(keepUpstreamMessage ? { message: up.message } : {}) }
+        : null,
+    };
+  }
+}
+
+/**
+ * `detail.error` of a failed generation's record: what is kept of the failure under every
+ * retention (see docs/records.md, "Why a request failed"). Strings at most 256 characters
+ * (the message 2,000), secrets redacted.
+ */
+export interface RecordedError {
+  /** The request field the error is about, in dotted form (`messages[2].content`), or null. */
+  param: string | null;
+  /** What the upstream said, when an upstream's answer caused the error; else null. */
+  upstream: {
+    /** HTTP status of the upstream response (200 for an error inside a response or stream). */
+    status: number;
+    code: string | number | null;
+    type: string | null;
+    param: string | null;
+    /** Only with `records.keep_upstream_error_message: true`. */
+    message?: string;
+  } | null;
 }

@@ -76,8 +76,7 @@ async function serveCached(rt: GatewayRuntime, input: GenerationInput, draft: Ge
     // Only the client's connection can fail here (the entry was read and checked).
     const err = toGatewayError(thrown);
     rt.log.error({ err: thrown, reqId: draft.requestId }, 'could not answer from the response cache');
-    draft.status = 'error';
-    draft.errorCode = err.code;
+    draft.fail(err);
     const state: ResponseState = { headersSent: sink.headersSent, outputStarted: sink.headersSent, clientGone: new ClientGone(), keepAlive: undefined, poolWaitMs: 0 };
     await sendFailure(sink, state, input.ingress, draft, err, input.chat.model, input.request);
   }
@@ -114,9 +113,7 @@ function peek(body: unknown, field: string): unknown {
 /** Refuse a request before any upstream attempt: record it, then send the error envelope. */
 function refuse(rt: GatewayRuntime, draft: GenerationDraft, ingress: IngressAdapter, sink: ClientSink, thrown: unknown): void {
   const err = toGatewayError(thrown);
-  draft.status = 'error';
-  draft.errorCode = err.code;
-  draft.errorMessage = err.message;
+  draft.fail(err);
   draft.httpStatus = err.status;
   finishGeneration(rt, draft);
   sink.send(err.status, { ...draft.extraHeaders, 'x-op-generation-id': draft.id, 'x-generation-id': draft.id, ...errorHeaders(err, draft.requestId) }, ingress.errorBody(err, draft.requestId));
@@ -153,9 +150,7 @@ async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: 
       draft.httpStatus = 499;
       if (!state.headersSent) sink.abandon();
     } else {
-      draft.status = 'error';
-      draft.errorCode = err.code;
-      draft.errorMessage = err.message;
+      draft.fail(err);
       await sendFailure(sink, state, input.ingress, draft, err, chat.model, input.request);
     }
   } finally {

@@ -294,9 +294,7 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
     keepContent(draft, input, acc);
     if (acc.finish?.finishReason === 'length' && acc.reasoningOnly(draft.usage)) {
       const err = reasoningExhausted(input.ingress.api);
-      draft.status = 'error';
-      draft.errorCode = err.code;
-      draft.errorMessage = err.message;
+      draft.fail(err);
       await sink.write(relay.closeBlock() + encoder.error(err, draft.requestId, draft.usage, costUsd));
     } else {
       const tail = relay.closeBlock() + encoder.finish(acc.finish?.finishReason ?? 'stop', draft.usage, costUsd);
@@ -319,9 +317,7 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
     const costUsd = meterAttempt(draft, target, acc, a.prompt);
     keepContent(draft, input, acc);
     if (err.code === 'client_closed_request') throw err;
-    draft.status = 'error';
-    draft.errorCode = err.code;
-    draft.errorMessage = err.message;
+    draft.fail(err);
     rt.log.warn({ reqId: draft.requestId, endpoint: target.id, code: err.code }, 'stream failed after the first byte');
     await sink.write(relay.closeBlock());
     await endStreamWithError(sink, encoder, draft, err, draft.usage, costUsd);

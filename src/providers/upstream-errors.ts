@@ -1,4 +1,4 @@
-import { GatewayError } from '../errors/gateway-error.js';
+import { GatewayError, type UpstreamErrorInfo } from '../errors/gateway-error.js';
 import type { ErrorCode } from '../errors/catalog.js';
 import type { ProviderConfig } from '../config/schema.js';
 
@@ -102,7 +102,20 @@ export function clientSafeUpstreamError(err: GatewayError, provider: { id: strin
   const param = typeof err.param === 'string' ? redactAndTruncate(err.param, provider.secrets, MAX_UPSTREAM_FIELD) : err.param;
   const { provider: _legacy, ...rest } = err.metadata ?? {};
   const metadata = { ...(redactValue(rest, provider.secrets) as Record<string, unknown>), provider_name: provider.id };
-  return new GatewayError(err.code, message, { param, status: err.status, retryAfterSeconds: err.retryAfterSeconds, metadata, cause: err.cause });
+  const upstream = err.upstream && safeUpstreamInfo(err.upstream, provider.secrets);
+  return new GatewayError(err.code, message, { param, status: err.status, retryAfterSeconds: err.retryAfterSeconds, metadata, upstream, cause: err.cause });
+}
+
+/** {@link UpstreamErrorInfo} with secrets redacted: the message cut to {@link MAX_UPSTREAM_MESSAGE}, the other strings to {@link MAX_UPSTREAM_FIELD}. */
+function safeUpstreamInfo(u: UpstreamErrorInfo, secrets: readonly string[]): UpstreamErrorInfo {
+  const field = (v: string | null) => (v === null ? null : redactAndTruncate(v, secrets, MAX_UPSTREAM_FIELD));
+  return {
+    status: u.status,
+    code: typeof u.code === 'string' ? field(u.code) : u.code,
+    type: field(u.type),
+    param: field(u.param),
+    message: redactAndTruncate(u.message, secrets, MAX_UPSTREAM_MESSAGE),
+  };
 }
 
 /** What an upstream said about a failure, provider-neutral. */
@@ -110,8 +123,10 @@ export interface UpstreamFailure {
   /** HTTP status of the upstream response (200 for an error inside a stream). */
   status: number;
   message: string;
-  /** The upstream's own code or type, when it gave one (string or number). */
+  /** The upstream's own error code, when it gave one (string or number). */
   upstreamCode?: string | number | null;
+  /** The upstream's error type (OpenAI and Anthropic `error.type`, Gemini `status`), when it gave one. */
+  upstreamType?: string | null;
   param?: string | null;
   retryAfterSeconds?: number;
   providerId: string;
@@ -135,12 +150,21 @@ export function isContextLengthMessage(message: string, code?: string | number |
 /**
  * Map an upstream failure to a catalog error by HTTP status (SPEC §2.3). The upstream message
  * is kept, with credentials redacted ({@link redactSecrets}); the provider id, upstream status
- * and code go into `metadata` (`provider_name`, `upstream_status`, `upstream_code`).
+ * and code (else type) go into `metadata` (`provider_name`, `upstream_status`, `upstream_code`),
+ * and everything the upstream said into the error's `upstream` (for the generation record).
  */
 export function upstreamFailureToError(f: UpstreamFailure): GatewayError {
   const metadata: Record<string, unknown> = { provider_name: f.providerId, upstream_status: f.status };
-  if (f.upstreamCode !== undefined && f.upstreamCode !== null) metadata.upstream_code = typeof f.upstreamCode === 'string' ? redactSecrets(f.upstreamCode) : f.upstreamCode;
+  const upstreamCode = f.upstreamCode ?? f.upstreamType ?? null;
+  if (upstreamCode !== null) metadata.upstream_code = typeof upstreamCode === 'string' ? redactSecrets(upstreamCode) : upstreamCode;
   const msg = redactSecrets(f.message || `upstream answered HTTP ${f.status}`);
+  const upstream: UpstreamErrorInfo = {
+    status: f.status,
+    code: typeof f.upstreamCode === 'string' ? redactSecrets(f.upstreamCode) : (f.upstreamCode ?? null),
+    type: typeof f.upstreamType === 'string' ? redactSecrets(f.upstreamType) : null,
+    param: typeof f.param === 'string' ? redactSecrets(f.param) : null,
+    message: msg,
+  };
   let code: ErrorCode;
   let status: number | undefined;
   switch (true) {
@@ -164,7 +188,7 @@ export function upstreamFailureToError(f: UpstreamFailure): GatewayError {
       code = 'upstream_error';
       break;
     case f.status >= 400 && f.status < 500:
-      if (isContextLengthMessage(msg, f.upstreamCode)) {
+      if (isContextLengthMessage(msg, upstreamCode)) {
         code = 'context_length_exceeded';
       } else {
         code = 'upstream_bad_request';
@@ -179,6 +203,7 @@ export function upstreamFailureToError(f: UpstreamFailure): GatewayError {
     status,
     retryAfterSeconds: f.retryAfterSeconds,
     metadata,
+    upstream,
   });
 }
 

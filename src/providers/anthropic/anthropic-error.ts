@@ -101,7 +101,7 @@ export function parseAnthropicErrorResponse(
     providerId,
     status,
     message,
-    upstreamCode: type,
+    upstreamType: type,
     retryAfterSeconds: parseRetryAfter(headers['retry-after']),
   });
 }
@@ -117,6 +117,6 @@ export function inBandAnthropicError(providerId: string, error: AnthropicErrorWi
     providerId,
     status: statusForAnthropicErrorType(type),
     message: String(error?.message ?? 'error inside the upstream response').slice(0, MAX_MESSAGE),
-    upstreamCode: type,
+    upstreamType: type,
   });
 }

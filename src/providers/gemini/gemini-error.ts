@@ -86,10 +86,13 @@ export function geminiFailureToError(providerId: string, status: number, info: G
   if (status >= 400 && TOKEN_LIMIT.some((re) => re.test(info.message))) {
     const metadata: Record<string, unknown> = { provider_name: providerId, upstream_status: status };
     if (upstreamCode) metadata.upstream_code = upstreamCode;
-    return new GatewayError('context_length_exceeded', redactSecrets(info.message), { param: 'messages', metadata });
+    const message = redactSecrets(info.message);
+    const upstream = { status, code: info.reason, type: info.status, param: null, message };
+    return new GatewayError('context_length_exceeded', message, { param: 'messages', metadata, upstream });
   }
   const effective = status === 400 && isApiKeyError(info) ? 401 : status;
-  const err = upstreamFailureToError({ providerId, status: effective, message: info.message, upstreamCode, retryAfterSeconds });
+  const err = upstreamFailureToError({ providerId, status: effective, message: info.message, upstreamCode: info.reason, upstreamType: info.status, retryAfterSeconds });
+  if (err.upstream) err.upstream.status = status;
   if (effective !== status && err.metadata) err.metadata.upstream_status = status;
   return err;
 }

@@ -14,6 +14,8 @@ import type {
   LlamaChatResponseFunctionCallParamsChunk, LlamaCompletion, LlamaContextSequence, LlamaGrammar, LlamaModel, Llama, Token, TokenBias,
 } from 'node-llama-cpp';
 
+import { prepareJsonSchema, replaceNumberRules, SchemaBoundsError } from './json-schema-grammar.js';
+
 export type NodeLlamaCpp = typeof import('node-llama-cpp');
 
 /** A request the engine refuses: sent back as an OpenAI error with this status. */
@@ -280,12 +282,24 @@ export function toChatHistory(messages: unknown): ChatHistoryItem[] {
   return history;
 }
 
+/**
+ * Grammar for a JSON schema, with JSON Schema's integer and number rules
+ * ({@link prepareJsonSchema}): node-llama-cpp converts the rest, our rules replace its
+ * placeholders. Same options (stop trigger, whitespace trim) as node-llama-cpp's own.
+ */
+async function jsonSchemaGrammar(llama: Llama, schema: Record<string, unknown>): Promise<LlamaGrammar> {
+  const prepared = prepareJsonSchema(schema, randomBytes(6).toString('hex'));
+  const base = await (llama as unknown as JsonSchemaGrammars).createGrammarForJsonSchema(prepared.schema);
+  if (prepared.numbers.size === 0 && !/^(integer|fractional)-number-rule ::= /m.test(base.grammar)) return base;
+  return llama.createGrammar({ grammar: replaceNumberRules(base.grammar, prepared.numbers), stopGenerationTriggers: base.stopGenerationTriggers, trimWhitespaceSuffix: base.trimWhitespaceSuffix });
+}
+
 /** Grammar for a JSON schema (cached), or for any JSON when `schema` is null. */
 async function grammarFor(engine: Engine, schema: Record<string, unknown> | null, param: string): Promise<LlamaGrammar> {
   const key = schema === null ? 'json' : JSON.stringify(schema);
   let grammar = engine.grammars.get(key);
   if (!grammar) {
-    grammar = schema === null ? engine.llama.getGrammarFor('json') : (engine.llama as unknown as JsonSchemaGrammars).createGrammarForJsonSchema(schema);
+    grammar = schema === null ? engine.llama.getGrammarFor('json') : jsonSchemaGrammar(engine.llama, schema);
     if (engine.grammars.size >= MAX_GRAMMARS) engine.grammars.delete(engine.grammars.keys().next().value as string);
     engine.grammars.set(key, grammar);
   }
@@ -293,6 +307,7 @@ async function grammarFor(engine: Engine, schema: Record<string, unknown> | null
     return await grammar;
   } catch (err) {
     engine.grammars.delete(key);
+    if (err instanceof SchemaBoundsError) throw new RequestError(`${param}${err.path}: ${err.reason}`, `${param}${err.path}`);
     throw new RequestError(`${param}: the local engine cannot turn this JSON schema into a grammar: ${(err as Error).message}`, param);
   }
 }
@@ -461,6 +476,11 @@ export async function prepareChat(engine: Engine, body: Body): Promise<PreparedG
   };
 }
 
+/** The text without a trailing unfinished character (the replacement character detokenizing leaves for it). */
+function wholeCharacters(text: string): string {
+  return text.endsWith('\uFFFD') ? text.slice(0, -1) : text;
+}
+
 /** Whether the model's tokenizer puts a BOS token before a raw prompt (as LlamaCompletion does). */
 function prependsBos(engine: Engine): boolean {
   const { model, lib } = engine;
@@ -496,6 +516,13 @@ export function prepareCompletion(engine: Engine, body: Body): PreparedGeneratio
       const before = outputTokens(slot.sequence);
       let text = '';
       let stopReason: string;
+      // LlamaCompletion samples one token past maxTokens when token maxTokens is the first byte
+      // of a character (it waits for the rest before checking the limit). Chat (LlamaChat)
+      // stops at the limit and drops the unfinished character; so do we: the tokens it releases
+      // are counted (onToken comes right before onTextChunk with the same tokens) and the text
+      // past the limit is cut, and the count is capped at the limit below.
+      const delivered: Token[] = [];
+      let chunkTokens: Token[] = [];
       try {
         const res = await slot.completion.generateCompletionWithMeta(input, {
           maxTokens,
@@ -510,7 +537,14 @@ export function prepareCompletion(engine: Engine, body: Body): PreparedGeneratio
           disableContextShift: true,
           signal,
           stopOnAbortSignal: true,
+          onToken: (tokens) => {
+            chunkTokens = tokens;
+          },
           onTextChunk: (chunk) => {
+            const room = maxTokens - delivered.length;
+            if (chunkTokens.length > room) chunk = wholeCharacters(engine.model.detokenize(chunkTokens.slice(0, Math.max(0, room)), false, delivered));
+            delivered.push(...chunkTokens.slice(0, Math.max(0, room)));
+            chunkTokens = [];
             if (chunk === '') return;
             text += chunk;
             sink?.text(chunk);
@@ -521,7 +555,7 @@ export function prepareCompletion(engine: Engine, body: Body): PreparedGeneratio
         if (!isAbort(err, signal)) throw err;
         stopReason = 'abort';
       }
-      const completion = outputTokens(slot.sequence) - before;
+      const completion = Math.min(outputTokens(slot.sequence) - before, maxTokens);
       return {
         text,
         reasoning: '',

@@ -6,29 +6,30 @@ import type { OpenAIErrorWire } from './openai-wire-types.js';
 /** Read limit of upstream error text: cut to its final length only after redaction (clientSafeUpstreamError). */
 const MAX_MESSAGE = UPSTREAM_TEXT_READ_LIMIT;
 
-/** Pull a message, code and param out of whatever error body a server sent. */
-export function readOpenAIErrorBody(bodyText: string): { message: string; code: string | number | null; param: string | null } {
+/** Pull a message, code, type and param out of whatever error body a server sent. */
+export function readOpenAIErrorBody(bodyText: string): { message: string; code: string | number | null; type: string | null; param: string | null } {
   let parsed: unknown;
   try {
     parsed = JSON.parse(bodyText);
   } catch {
     const text = bodyText.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim();
-    return { message: text.slice(0, MAX_MESSAGE), code: null, param: null };
+    return { message: text.slice(0, MAX_MESSAGE), code: null, type: null, param: null };
   }
   const obj = (parsed ?? {}) as Record<string, unknown>;
   const err = obj.error;
-  if (typeof err === 'string') return { message: err.slice(0, MAX_MESSAGE), code: null, param: null };
+  if (typeof err === 'string') return { message: err.slice(0, MAX_MESSAGE), code: null, type: null, param: null };
   if (err && typeof err === 'object') {
     const e = err as OpenAIErrorWire;
     const raw = e.metadata && typeof e.metadata.raw === 'string' ? ` (${e.metadata.raw})` : '';
     return {
       message: `${String(e.message ?? 'upstream error')}${raw}`.slice(0, MAX_MESSAGE),
-      code: typeof (e.code ?? e.type) === 'string' ? String(e.code ?? e.type).slice(0, MAX_MESSAGE) : (e.code ?? e.type ?? null),
+      code: typeof e.code === 'string' ? e.code.slice(0, MAX_MESSAGE) : typeof e.code === 'number' ? e.code : null,
+      type: typeof e.type === 'string' ? e.type.slice(0, MAX_MESSAGE) : null,
       param: typeof e.param === 'string' ? e.param.slice(0, MAX_MESSAGE) : null,
     };
   }
   const message = typeof obj.message === 'string' ? obj.message : typeof obj.detail === 'string' ? obj.detail : bodyText;
-  return { message: message.slice(0, MAX_MESSAGE), code: null, param: null };
+  return { message: message.slice(0, MAX_MESSAGE), code: null, type: null, param: null };
 }
 
 /**
@@ -41,12 +42,13 @@ export function parseOpenAIErrorResponse(
   headers: Record<string, string | string[] | undefined>,
   bodyText: string,
 ): GatewayError {
-  const { message, code, param } = readOpenAIErrorBody(bodyText);
+  const { message, code, type, param } = readOpenAIErrorBody(bodyText);
   return upstreamFailureToError({
     providerId,
     status,
     message,
     upstreamCode: code,
+    upstreamType: type,
     param,
     retryAfterSeconds: parseRetryAfter(headers['retry-after']),
   });
@@ -64,7 +66,8 @@ export function inBandOpenAIError(providerId: string, error: OpenAIErrorWire | s
     providerId,
     status: inBandErrorStatus({ code: e.code, type: e.type, message }),
     message,
-    upstreamCode: e.code ?? e.type ?? null,
+    upstreamCode: typeof e.code === 'string' || typeof e.code === 'number' ? e.code : null,
+    upstreamType: typeof e.type === 'string' ? e.type : null,
     param: e.param ?? null,
     retryAfterSeconds: retryAfter,
   });

@@ -1,14 +1,26 @@
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { picoToUsdString } from '../../accounting/cost.js';
+import { ERROR_CATALOG, type ErrorCode } from '../../errors/catalog.js';
 import { GatewayError } from '../../errors/gateway-error.js';
+import type { RecordedError } from '../../pipeline/generation-draft.js';
 import type { GatewayRuntime } from '../../pipeline/runtime.js';
 import type { Database, GenerationsTable } from '../../store/schema.js';
 import type { ApiKey } from '../../store/keys.js';
 
+/**
+ * Why a generation failed, in words: the message the client got when the record kept it
+ * (retention keeps text), else the catalog's fixed text for the error code (no request content).
+ */
+function errorMessageOf(row: GenerationsTable): string | null {
+  if (row.error_message !== null) return row.error_message;
+  if (row.error_code === null || !Object.hasOwn(ERROR_CATALOG, row.error_code)) return null;
+  return ERROR_CATALOG[row.error_code as ErrorCode].description;
+}
+
 /** The public shape of a generation record (`GET /v1/generation`), OpenRouter's field names where they exist. */
 export function generationObject(row: GenerationsTable) {
-  const detail = JSON.parse(row.detail) as { attempts: unknown[]; dropped_parameters: string[]; warnings?: string[]; routing_reason?: string | null; cache_hit?: boolean };
+  const detail = JSON.parse(row.detail) as { attempts: unknown[]; dropped_parameters: string[]; warnings?: string[]; routing_reason?: string | null; cache_hit?: boolean; error?: RecordedError };
   return {
     id: row.id,
     request_id: row.request_id,
@@ -21,7 +33,11 @@ export function generationObject(row: GenerationsTable) {
     upstream_model: row.upstream_model,
     status: row.status,
     error_code: row.error_code,
-    error_message: row.error_message,
+    error_message: errorMessageOf(row),
+    /** The request field the error is about (`param` of the error the client got). */
+    error_param: detail.error?.param ?? null,
+    /** What the upstream said (status, code, type, param; message only with `records.keep_upstream_error_message`). */
+    upstream_error: detail.error?.upstream ?? null,
     http_status: row.http_status,
     finish_reason: row.finish_reason,
     native_finish_reason: row.native_finish_reason,
