@@ -403,6 +403,20 @@ describe('Anthropic Messages ingress', { skip }, () => {
     assert.equal((over.error as Json).error.type, 'overloaded_error');
   });
 
+  test('max_tokens 1e308 is a 400 invalid_request_error naming max_tokens, on both lanes and on count_tokens', async () => {
+    for (const [path, model] of [['/v1/messages', 'claude-sonnet-4-5'], ['/v1/messages', 'openai/gpt-test'], ['/v1/messages/count_tokens', 'claude-sonnet-4-5']] as const) {
+      const res = await fetch(`${gw.origin}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': secret, 'anthropic-version': '2023-06-01' },
+        body: `{"model":"${model}","max_tokens":1e308,"messages":[{"role":"user","content":"x"}]}`,
+      });
+      assert.equal(res.status, 400, `${path} ${model}`);
+      const body = errorBodySchema.parse(await res.json());
+      assert.deepEqual(body.error, { type: 'invalid_request_error', message: 'max_tokens: must be at most 100000000', code: 'invalid_request', param: 'max_tokens' });
+    }
+    assert.equal(anth.requests.length + oai.requests.length, 0, 'nothing sent upstream');
+  });
+
   test('count_tokens: the upstream count for anthropic endpoints, the estimate otherwise, marked in a header', async () => {
     anth.enqueue({ json: { input_tokens: 42 } });
     const { data, response } = await client.messages
