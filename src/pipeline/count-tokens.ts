@@ -44,7 +44,7 @@ export async function countMessagesTokens(
   rt: GatewayRuntime, body: unknown, key: ApiKey, headers: Readonly<Record<string, string>>, rateHeaders: Record<string, string>,
 ): Promise<TokenCount> {
   const server = rt.config.server;
-  checkBodyBounds(body, { maxMessages: server.max_messages, maxContentParts: server.max_content_parts });
+  checkBodyBounds(body, 'messages', { maxMessages: server.max_messages, maxContentParts: server.max_content_parts });
   const req = parseCountTokensRequest(body);
   const chat = resolveAliases(rt.catalog, { ...convertMessagesToChat(req).chat, stream: false });
   resolveModelNames(chat, rt.catalog, rt.config);
