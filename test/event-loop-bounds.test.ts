@@ -1,19 +1,19 @@
 /**
  * One request never stalls the others: a 10 MB body of any shape is parsed, validated, sized
- * and relayed with the event loop staying responsive. The loop delay is measured with
- * perf_hooks while the request runs.
+ * and relayed with the event loop staying responsive. The loop delay is measured in the
+ * gateway's process (it runs in the test's) while the request runs.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { oneModelConfig, startGateway } from './helpers/gateway.js';
 
 /**
- * Most event-loop delay tolerated while one 10 MB request is handled, in ms. Measured: about
- * 50 ms on an idle machine, 50–640 ms on 2 cores shared with other test runs (the delay is wall
- * time, so a descheduled process counts), 24 s before the fix. The bound is "under a second".
+ * Most event-loop delay tolerated while one 10 MB request is handled, in ms of process CPU time
+ * in the longest loop gap (see {@link measuredPost}; wall time on 2 shared cores counted the
+ * descheduled time too: 50–640 ms, up to 4 s at a load average of 20). 24 s before the fix. The
+ * bound is "under a second"; the per-API test below holds the shapes within the limits to 100 ms.
  */
 const MAX_LOOP_DELAY_MS = 1000;
 
@@ -31,14 +31,14 @@ async function startSink(): Promise<{ url: string; bytes: () => number; close: (
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, bytes: () => bytes, close: () => new Promise((r) => server.close(() => r())) };
 }
 
-/** POST a prepared body and report the response with the largest loop delay seen meanwhile (ms). */
+/**
+ * POST a prepared body and report the response with the longest loop delay seen meanwhile:
+ * the process CPU time in the longest gap (ms; see {@link measuredPost}: on a loaded machine the
+ * wall gap also counts time the process was descheduled), and that wall gap.
+ */
 async function timedPost(url: string, key: string, body: string) {
-  const h = monitorEventLoopDelay({ resolution: 5 });
-  h.enable();
-  const res = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body });
-  const json = (await res.json()) as { error?: { code: string }; usage?: { prompt_tokens: number } };
-  h.disable();
-  return { status: res.status, json, maxDelayMs: h.max / 1e6 };
+  const r = await measuredPost(url, key, body);
+  return { status: r.status, json: r.json as { error?: { code: string }; usage?: { prompt_tokens: number } }, maxDelayMs: r.cpuMs, wallMs: r.wallMs };
 }
 
 const prose = (n: number) => 'The gateway routes each request to a provider and records its usage. '.repeat(Math.ceil(n / 70)).slice(0, n);
@@ -59,7 +59,7 @@ test('10 MB bodies of any shape keep the event loop responsive', async (t) => {
     for (const [name, target, body] of cases) {
       assert.ok(body.length < 10 * 1024 * 1024, `${name}: body fits the default limit`);
       const r = await timedPost(target, target === url ? gw.adminKey : small.adminKey, body);
-      t.diagnostic(`${name}: HTTP ${r.status}, max event-loop delay ${r.maxDelayMs.toFixed(0)} ms`);
+      t.diagnostic(`${name}: HTTP ${r.status}, longest loop delay ${r.maxDelayMs.toFixed(0)} ms of CPU (${r.wallMs.toFixed(0)} ms wall)`);
       if (target === url) {
         assert.equal(r.status, 200, JSON.stringify(r.json));
         assert.ok((r.json.usage?.prompt_tokens ?? 0) > 1_000_000, `estimated prompt tokens: ${r.json.usage?.prompt_tokens}`);
@@ -90,7 +90,7 @@ test('bodies of many small items: refused by their length before validation, or 
     for (const [name, body, param, message] of refused) {
       assert.ok(body.length < 10 * 1024 * 1024, `${name}: body fits the default limit`);
       const r = await timedPost(url, gw.adminKey, body);
-      t.diagnostic(`${name}: HTTP ${r.status}, max event-loop delay ${r.maxDelayMs.toFixed(0)} ms`);
+      t.diagnostic(`${name}: HTTP ${r.status}, longest loop delay ${r.maxDelayMs.toFixed(0)} ms of CPU (${r.wallMs.toFixed(0)} ms wall)`);
       assert.equal(r.status, 400);
       const error = (r.json as { error?: { code: string; param?: string; message?: string } }).error;
       assert.equal(error?.param, param);
@@ -100,7 +100,7 @@ test('bodies of many small items: refused by their length before validation, or 
     // At the default limit the body is relayed, still within the budget.
     const atLimit = JSON.stringify({ model: 'test/model', messages: Array.from({ length: 10_000 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: 'a' })) });
     const r = await timedPost(url, gw.adminKey, atLimit);
-    t.diagnostic(`10,000 one-letter messages (the default server.max_messages): HTTP ${r.status}, max event-loop delay ${r.maxDelayMs.toFixed(0)} ms`);
+    t.diagnostic(`10,000 one-letter messages (the default server.max_messages): HTTP ${r.status}, longest loop delay ${r.maxDelayMs.toFixed(0)} ms of CPU (${r.wallMs.toFixed(0)} ms wall)`);
     assert.equal(r.status, 200, JSON.stringify(r.json));
     assert.ok(r.maxDelayMs < MAX_LOOP_DELAY_MS, `at the limit: the event loop was blocked ${r.maxDelayMs.toFixed(0)} ms`);
   } finally {

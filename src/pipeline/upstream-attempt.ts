@@ -316,14 +316,15 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
     else if (thrown instanceof SyntaxError) err = new GatewayError('upstream_invalid_response', `response body is not JSON`, { metadata: { provider_name: target.provider.id } });
     else err = transportErrorToGatewayError(thrown, target.provider.id);
     res?.abort(err);
-    // Cut or cancelled before the final usage: what the upstream reported so far (Anthropic's
-    // message_start counts) is the usage, not an estimate.
-    if (!acc.usage) {
-      const soFar = streamTransform?.usage?.();
+    // Cancelled by the client before the final usage: what the upstream reported so far
+    // (Anthropic's message_start counts) is the usage, not an estimate — and it is metered even
+    // before any output, since the upstream counted (and bills) it. (A stream cut by the upstream
+    // keeps the estimate of what it produced.)
+    if (err.code === 'client_closed_request') {
+      const soFar = acc.usage ? undefined : streamTransform?.usage?.();
       if (soFar) acc.add({ type: 'usage', usage: soFar });
+      if (!state.outputStarted && acc.usage) meterAttempt(draft, target, acc, a.prompt);
     }
-    // Cancelled before any output: the upstream still counted (and bills) what it reported.
-    if (!state.outputStarted && err.code === 'client_closed_request' && acc.usage) meterAttempt(draft, target, acc, a.prompt);
     if (!state.outputStarted) throw err;
     // After the first byte: no failover. Record what was seen and end with the error event.
     const costUsd = meterAttempt(draft, target, acc, a.prompt);

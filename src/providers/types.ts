@@ -45,7 +45,7 @@ export interface StreamTransform {
   warnings?(): string[];
   /**
    * The usage the upstream has reported so far (cumulative, tokens; `source: 'upstream'`), for
-   * a stream that ends before its final usage part — cancelled by the client, or cut: Anthropic
+   * a stream the client cancels before its final usage part: Anthropic
    * reports the input counts in `message_start`, before any content. Null when nothing was
    * reported yet. Kinds whose streams report usage only at the end leave it out.
    */
