@@ -131,7 +131,7 @@ const CASES: Case[] = [
 
 /** The validation stage of `serveGeneration` (without the async `prepare`). */
 function stage(ingress: GenerationIngress<never>, body: unknown): unknown {
-  checkBodyBounds(body, BOUNDS);
+  checkBodyBounds(body, ingress.api, BOUNDS);
   const request = ingress.parse(body);
   const chat = resolveAliases(catalog, ingress.toChat(request));
   resolveModelNames(chat, catalog, names);

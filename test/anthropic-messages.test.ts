@@ -84,6 +84,16 @@ describe('Anthropic Messages ingress', { skip }, () => {
     return (await gw.store.db.selectFrom('generations').selectAll().orderBy('created_at', 'desc').limit(1).executeTakeFirstOrThrow()) as Json;
   }
 
+  /** The record of one request, once the gateway has finished it (a cancelled stream finishes after the abort). */
+  async function recordOf(requestId: string): Promise<Json> {
+    for (let i = 0; ; i++) {
+      await gw.flush();
+      const row = await gw.store.db.selectFrom('generations').selectAll().where('request_id', '=', requestId).executeTakeFirst();
+      if (row || i === 100) return row as Json;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
   async function rawStream(body: Json, headers: Record<string, string> = {}): Promise<{ status: number; text: string; headers: Headers }> {
     const res = await fetch(`${gw.origin}/v1/messages?beta=true`, {
       method: 'POST',
@@ -401,6 +411,60 @@ describe('Anthropic Messages ingress', { skip }, () => {
     assert.ok(over instanceof Anthropic.InternalServerError);
     errorBodySchema.parse(over.error);
     assert.equal((over.error as Json).error.type, 'overloaded_error');
+  });
+
+  test('max_tokens 1e308 is a 400 invalid_request_error naming max_tokens, on both lanes and on count_tokens', async () => {
+    for (const [path, model] of [['/v1/messages', 'claude-sonnet-4-5'], ['/v1/messages', 'openai/gpt-test'], ['/v1/messages/count_tokens', 'claude-sonnet-4-5']] as const) {
+      const res = await fetch(`${gw.origin}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': secret, 'anthropic-version': '2023-06-01' },
+        body: `{"model":"${model}","max_tokens":1e308,"messages":[{"role":"user","content":"x"}]}`,
+      });
+      assert.equal(res.status, 400, `${path} ${model}`);
+      const body = errorBodySchema.parse(await res.json());
+      assert.deepEqual(body.error, { type: 'invalid_request_error', message: 'max_tokens: must be at most 100000000', code: 'invalid_request', param: 'max_tokens' });
+    }
+    assert.equal(anth.requests.length + oai.requests.length, 0, 'nothing sent upstream');
+  });
+
+  test('a cancelled stream records the usage the upstream reported so far (message_start), not an estimate', async () => {
+    const start = JSON.stringify({ type: 'message_start', message: { id: 'msg_c', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5-20250929', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 1234, cache_read_input_tokens: 100, output_tokens: 1 } } });
+    const block = JSON.stringify({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
+    const delta = JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hel' } });
+    const cases: Array<[name: string, path: string, events: string[], model: string]> = [
+      ['Messages, native lane, cancelled after message_start only', '/v1/messages', [start], 'claude-sonnet-4-5'],
+      ['Messages, native lane, cancelled after the first text', '/v1/messages', [start, block, delta], 'claude-sonnet-4-5'],
+      ['chat, translated from Anthropic events, cancelled after the first text', '/v1/chat/completions', [start, block, delta], 'anthropic/claude-sonnet-4.5'],
+    ];
+    for (const [name, path, events, model] of cases) {
+      // The events at once, then the upstream stalls (the next piece would come a minute later).
+      anth.enqueue({ rawChunks: [anthropicBytes(events), 'event: ping\ndata: {"type":"ping"}\n\n'], delayMs: 60_000 });
+      const abort = new AbortController();
+      const res = await fetch(`${gw.origin}${path}`, {
+        method: 'POST', signal: abort.signal,
+        headers: { 'content-type': 'application/json', 'x-api-key': secret, 'anthropic-version': '2023-06-01' },
+        body: JSON.stringify({ model, max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'Hello' }] }),
+      });
+      assert.equal(res.status, 200, name);
+      const reader = res.body!.getReader();
+      if (events.length > 1) {
+        // Read until the text is relayed, so the upstream's message_start was surely seen.
+        let seen = '';
+        while (!seen.includes('Hel')) seen += new TextDecoder().decode((await reader.read()).value);
+      } else {
+        // Nothing but keep-alive pings reaches the client: give the gateway time to read message_start.
+        await new Promise((r) => setTimeout(r, 300));
+      }
+      abort.abort();
+      await anth.waitForAbort();
+      const rec = await recordOf(res.headers.get('x-request-id')!);
+      assert.equal(rec.status, 'cancelled', name);
+      assert.equal(rec.usage_source, 'upstream', name);
+      assert.equal(rec.prompt_tokens, 1334, name);
+      assert.equal(rec.cached_tokens, 100, name);
+      assert.equal(rec.completion_tokens, 1, name);
+      assert.equal(rec.served_model, 'anthropic/claude-sonnet-4.5', name);
+    }
   });
 
   test('count_tokens: the upstream count for anthropic endpoints, the estimate otherwise, marked in a header', async () => {

@@ -1,6 +1,7 @@
 /**
  * A key's `allowed_models` (issue 9 §5): checked against the catalog when a key is created or
- * changed through the admin API, and the key sees only those models in `/v1/models`.
+ * changed through the admin API, and the key sees only those models in `/v1/models` and only
+ * the providers serving them in `/v1/providers`.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -61,5 +62,35 @@ describe('allowed_models', () => {
     assert.deepEqual(all.body.data.map((m: Json) => m.id), ['test/model', 'test/other']);
     const unrestricted = await gw.createKey('all');
     assert.equal((await call(unrestricted.secret, 'GET', '/models')).body.data.length, 2);
+  });
+});
+
+describe('allowed_models and /v1/providers', () => {
+  test('a key with allowed_models sees only the providers that serve an allowed model', async () => {
+    const config = oneModelConfig('http://127.0.0.1:9');
+    const base = config.models[0]!;
+    config.providers.push({ ...config.providers[0]!, id: 'second' }, { ...config.providers[0]!, id: 'third' });
+    config.models.push(
+      { ...base, id: 'test/other', endpoints: [{ ...base.endpoints[0]!, provider: 'second' }] },
+      { ...base, id: 'test/both', endpoints: [{ ...base.endpoints[0]!, provider: 'third' }, { ...base.endpoints[0]!, provider: 'up', upstream_model: 'm2' }] },
+    );
+    const own = await startGateway(config);
+    try {
+      const slugs = async (key: string) => {
+        const res = await fetch(`${own.baseURL}/providers`, { headers: { authorization: `Bearer ${key}` } });
+        assert.equal(res.status, 200);
+        return ((await res.json()) as Json).data.map((p: Json) => p.slug);
+      };
+      const create = async (allowed: string[]) => {
+        const res = await own.gateway.app.inject({ method: 'POST', url: '/v1/keys', headers: { authorization: `Bearer ${own.adminKey}` }, payload: { name: 'p', allowed_models: allowed } });
+        return (res.json() as Json).key as string;
+      };
+      assert.deepEqual(await slugs(await create(['test/other'])), ['second']);
+      assert.deepEqual(await slugs(await create(['test/both'])), ['up', 'third']);
+      assert.deepEqual(await slugs(await create([])), ['up', 'second', 'third']);
+      assert.deepEqual(await slugs(own.adminKey), ['up', 'second', 'third']);
+    } finally {
+      await own.close();
+    }
   });
 });

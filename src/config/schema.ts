@@ -238,9 +238,9 @@ export const serverSchema = z
     /** Deepest JSON nesting accepted in a request body. */
     max_json_depth: z.number().int().min(8).max(1000).default(64),
     /** Most `messages` in one request (checked before validation: bounds a request's event-loop time). */
-    max_messages: z.number().int().min(1).max(1_000_000).default(50_000),
+    max_messages: z.number().int().min(1).max(1_000_000).default(10_000),
     /** Most content parts over all messages of one request (checked before validation). */
-    max_content_parts: z.number().int().min(1).max(1_000_000).default(50_000),
+    max_content_parts: z.number().int().min(1).max(1_000_000).default(10_000),
     /** Put `GET /metrics` behind the admin key (`OP_ADMIN_KEY`). Off: /metrics is public. */
     metrics_auth: z.boolean().default(false),
     /** Let browser apps on other origins call the API (CORS). Unset: off. */

@@ -1,57 +1,102 @@
 import { GatewayError } from '../errors/gateway-error.js';
 import { MAX_EMBEDDING_INPUTS } from './openai/embeddings/embedding-request-schema.js';
+import type { ClientApi } from './types.js';
 
 /**
  * List lengths checked before a request body meets its schema. A schema validator walks every
  * element of a list before it reports that the list is too long, and every message and content
  * part costs event-loop time all along the pipeline: a 10 MB body of 340,000 one-word messages
  * held the loop for seconds. Counting is O(number of items) with no per-item work, so it runs
- * first and refuses the body at once.
+ * first and refuses the body at once. Each client API has its own lists ({@link API_LISTS}):
+ * chat and Messages `messages`, Responses `input` items, embeddings `input`.
  */
 export interface BodyBounds {
-  /** Most entries of `messages` (config `server.max_messages`). */
+  /** Most conversation items: chat and Messages `messages`, Responses `input` items (config `server.max_messages`). */
   maxMessages: number;
-  /** Most content parts over all messages together (config `server.max_content_parts`). */
+  /** Most content parts over all items together (config `server.max_content_parts`). */
   maxContentParts: number;
 }
 
-/** Top-level lists with a fixed limit in the schemas, with the schema's own message. */
-const FIXED: ReadonlyArray<[field: string, max: number, message: string]> = [
-  ['tools', 512, 'at most 512 tools are allowed'],
-  ['stop', 4, 'at most 4 stop sequences are allowed'],
-  ['input', MAX_EMBEDDING_INPUTS, `at most ${MAX_EMBEDDING_INPUTS} inputs per request`],
-];
+/** Where one API's bounded lists are in its body. */
+interface ApiLists {
+  /** The list of conversation items (bounded by `maxMessages`), and what one is called in a refusal. */
+  readonly items?: { readonly field: string; readonly noun: string };
+  /** Fields of an item that may hold a list of content parts; all count against `maxContentParts`. */
+  readonly partFields: readonly string[];
+  /** A field of a content part that may hold a list of parts again (Messages' `tool_result` content); counted too. */
+  readonly nestedParts?: string;
+  /** Top-level lists of content parts (Messages' `system` blocks); counted too. */
+  readonly topParts: readonly string[];
+  /** Top-level lists with a fixed limit in the schemas, with the schema's own message. */
+  readonly fixed: ReadonlyArray<readonly [field: string, max: number, message: string]>;
+}
+
+const TOOLS = ['tools', 512, 'at most 512 tools are allowed'] as const;
+const STOP = ['stop', 4, 'at most 4 stop sequences are allowed'] as const;
+
+/** The bounded lists of each client API (`count_tokens` is a Messages body). */
+const API_LISTS: Readonly<Record<ClientApi, ApiLists>> = {
+  chat: { items: { field: 'messages', noun: 'messages' }, partFields: ['content'], topParts: [], fixed: [TOOLS, STOP] },
+  completions: { partFields: [], topParts: [], fixed: [STOP] },
+  embeddings: { partFields: [], topParts: [], fixed: [['input', MAX_EMBEDDING_INPUTS, `at most ${MAX_EMBEDDING_INPUTS} inputs per request`]] },
+  messages: { items: { field: 'messages', noun: 'messages' }, partFields: ['content'], nestedParts: 'content', topParts: ['system'], fixed: [TOOLS] },
+  // A Codex turn resends the whole history: its items are bounded like messages, not like embeddings inputs.
+  responses: { items: { field: 'input', noun: 'input items' }, partFields: ['content', 'output', 'summary'], topParts: [], fixed: [TOOLS] },
+};
 
 function tooMany(param: string, message: string): GatewayError {
   return new GatewayError('invalid_request', `${param}: ${message}`, { param });
 }
 
+const listIn = (v: unknown, field: string): unknown[] | undefined => {
+  if (v === null || typeof v !== 'object') return undefined;
+  const list = (v as Record<string, unknown>)[field];
+  return Array.isArray(list) ? list : undefined;
+};
+
 /**
- * Refuse a body whose lists are longer than their limits, before any schema runs.
- * @throws GatewayError `invalid_request` (400) naming the list: `messages` over
- *   `bounds.maxMessages`, `messages[i].content` when the parts of all messages together exceed
- *   `bounds.maxContentParts`, `tools` over 512, `stop` over 4, embeddings `input` over 2048.
+ * Refuse a body of client API `api` whose lists are longer than their limits, before any
+ * schema runs.
+ * @throws GatewayError `invalid_request` (400) naming the list: the items (`messages`, or
+ *   Responses `input`) over `bounds.maxMessages`; `messages[i].content` (Responses:
+ *   `input[i].content`, `input[i].output` …; Messages: `system`) when the content parts of all
+ *   items together exceed `bounds.maxContentParts`; `tools` over 512, `stop` over 4,
+ *   embeddings `input` over 2048.
  */
-export function checkBodyBounds(body: unknown, bounds: BodyBounds): void {
+export function checkBodyBounds(body: unknown, api: ClientApi, bounds: BodyBounds): void {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return;
+  const lists = API_LISTS[api];
   const b = body as Record<string, unknown>;
-  for (const [field, max, message] of FIXED) {
+  for (const [field, max, message] of lists.fixed) {
     const v = b[field];
     if (Array.isArray(v) && v.length > max) throw tooMany(field, message);
   }
-  const messages = b.messages;
-  if (!Array.isArray(messages)) return;
-  if (messages.length > bounds.maxMessages) {
-    throw tooMany('messages', `${messages.length} messages; at most ${bounds.maxMessages} are allowed (server.max_messages)`);
-  }
+  const max = bounds.maxContentParts;
+  const overParts = (param: string) => tooMany(param, `more than ${max} content parts in all ${lists.items?.noun ?? 'items'} together (server.max_content_parts)`);
   let parts = 0;
-  for (let i = 0; i < messages.length; i++) {
-    const m: unknown = messages[i];
-    const content = m !== null && typeof m === 'object' ? (m as { content?: unknown }).content : undefined;
-    if (!Array.isArray(content)) continue;
-    parts += content.length;
-    if (parts > bounds.maxContentParts) {
-      throw tooMany(`messages[${i}].content`, `more than ${bounds.maxContentParts} content parts in all messages together (server.max_content_parts)`);
+  for (const field of lists.topParts) {
+    const top = listIn(b, field);
+    if (top && (parts += top.length) > max) throw overParts(field);
+  }
+  if (!lists.items) return;
+  const items = b[lists.items.field];
+  if (!Array.isArray(items)) return;
+  if (items.length > bounds.maxMessages) {
+    throw tooMany(lists.items.field, `${items.length} ${lists.items.noun}; at most ${bounds.maxMessages} are allowed (server.max_messages)`);
+  }
+  const nested = lists.nestedParts;
+  for (let i = 0; i < items.length; i++) {
+    const item: unknown = items[i];
+    for (const field of lists.partFields) {
+      const content = listIn(item, field);
+      if (!content) continue;
+      parts += content.length;
+      if (parts > max) throw overParts(`${lists.items.field}[${i}].${field}`);
+      if (nested === undefined) continue;
+      for (const part of content) {
+        const inner = listIn(part, nested);
+        if (inner && (parts += inner.length) > max) throw overParts(`${lists.items.field}[${i}].${field}`);
+      }
     }
   }
 }

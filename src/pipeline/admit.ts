@@ -26,9 +26,20 @@ export interface CreditLimit {
  */
 export async function admit(rt: GatewayRuntime, key: ApiKey, chat: ChatRequest, draft: GenerationDraft): Promise<CreditLimit | undefined> {
   enforceAllowedModels(key, chat);
-  await enforceRateLimits(rt, key, draft);
+  await enforceRateLimits(rt, key, draft.extraHeaders);
   if (key.settings.limit === null) return undefined;
   return { keyId: key.id, limitPico: usdToPico(key.settings.limit), periodStart: periodStart(key.settings.limit_reset, Date.now()) };
+}
+
+/**
+ * Admit a request that generates nothing and costs no credit (`POST /v1/messages/count_tokens`):
+ * allowed models, and the key's rate limits, counted like a generation request's; the
+ * `x-ratelimit-*` headers go into `headers`.
+ * @throws GatewayError `model_not_allowed` (403), `rate_limited` (429), `limits_unavailable`.
+ */
+export async function admitWithoutCredit(rt: GatewayRuntime, key: ApiKey, chat: ChatRequest, headers: Record<string, string>): Promise<void> {
+  enforceAllowedModels(key, chat);
+  await enforceRateLimits(rt, key, headers);
 }
 
 /**
@@ -52,22 +63,22 @@ const goDuration = (ms: number): string => {
 
 /**
  * Count the request against the key's requests-per-minute limit and check its tokens-per-minute
- * limit; sets `x-ratelimit-*` headers on the response.
+ * limit; puts the `x-ratelimit-*` response headers into `headers`.
  * @throws GatewayError `rate_limited` (429, with Retry-After).
  */
-async function enforceRateLimits(rt: GatewayRuntime, key: ApiKey, draft: GenerationDraft): Promise<void> {
+async function enforceRateLimits(rt: GatewayRuntime, key: ApiKey, headers: Record<string, string>): Promise<void> {
   const { requests_per_minute: rpm, tokens_per_minute: tpm } = key.settings.rate_limit;
   const now = Date.now();
   if (rpm !== null) {
     const r = await rt.limits.hitRequests(key.id, rpm, now);
-    Object.assign(draft.extraHeaders, { 'x-ratelimit-limit-requests': String(r.limit), 'x-ratelimit-remaining-requests': String(r.remaining), 'x-ratelimit-reset-requests': goDuration(r.resetMs) });
+    Object.assign(headers, { 'x-ratelimit-limit-requests': String(r.limit), 'x-ratelimit-remaining-requests': String(r.remaining), 'x-ratelimit-reset-requests': goDuration(r.resetMs) });
     if (!r.ok) {
       throw new GatewayError('rate_limited', `rate limit of ${rpm} requests per minute reached for this key; retry in ${Math.ceil(r.resetMs / 1000)} s`, { retryAfterSeconds: Math.max(1, Math.ceil(r.resetMs / 1000)) });
     }
   }
   if (tpm !== null) {
     const t = await rt.limits.checkTokens(key.id, tpm, now);
-    Object.assign(draft.extraHeaders, { 'x-ratelimit-limit-tokens': String(t.limit), 'x-ratelimit-remaining-tokens': String(t.remaining), 'x-ratelimit-reset-tokens': goDuration(t.resetMs) });
+    Object.assign(headers, { 'x-ratelimit-limit-tokens': String(t.limit), 'x-ratelimit-remaining-tokens': String(t.remaining), 'x-ratelimit-reset-tokens': goDuration(t.resetMs) });
     if (!t.ok) {
       throw new GatewayError('rate_limited', `rate limit of ${tpm} tokens per minute reached for this key; retry in ${Math.ceil(t.resetMs / 1000)} s`, { retryAfterSeconds: Math.max(1, Math.ceil(t.resetMs / 1000)) });
     }

@@ -35,7 +35,7 @@ export async function serveGeneration(
   let input: GenerationInput;
   try {
     const server = rt.config.server;
-    checkBodyBounds(body, { maxMessages: server.max_messages, maxContentParts: server.max_content_parts });
+    checkBodyBounds(body, ingress.api, { maxMessages: server.max_messages, maxContentParts: server.max_content_parts });
     let request = ingress.parse(body);
     if (ingress.output === 'generation' && ingress.prepare) request = await ingress.prepare(request, prepareContext(rt, key, request));
     const chat = resolveAliases(rt.catalog, withClientSession(ingress, request, ingress.toChat(request), headers ?? {}));

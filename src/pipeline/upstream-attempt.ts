@@ -2,7 +2,7 @@ import { ContentBlockFramer } from '../core/content-blocks.js';
 import type { OutputPart, StreamPart } from '../core/stream-part.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { GenerationIngress, StreamEncoder } from '../ingress/types.js';
-import type { UpstreamCall } from '../providers/types.js';
+import type { StreamTransform, UpstreamCall } from '../providers/types.js';
 import { transportErrorToGatewayError } from '../providers/upstream-errors.js';
 import type { EventSourceMessage } from 'eventsource-parser';
 import { SseReader } from '../relay/sse-events.js';
@@ -228,6 +228,7 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
   const { acc, encoder } = relay;
 
   let status = 0;
+  let streamTransform: StreamTransform | undefined;
   try {
     if (state.clientGone.aborted) throw clientClosed();
     if (rt.shutdown.signal.aborted) throw shuttingDown();
@@ -245,6 +246,7 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
       for (const part of OutputAccumulator.resultToParts(adapter.parseResult(json, a.lane.operation))) await relay.emit(part);
     } else {
       const transform = adapter.createStreamTransform(a.lane.operation);
+      streamTransform = transform;
       relay.raw = a.lane.relayUpstream === true;
       // One await per upstream read (and per part only when the client's socket is full); the
       // events of a read are parsed and relayed synchronously.
@@ -312,6 +314,15 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
     else if (thrown instanceof SyntaxError) err = new GatewayError('upstream_invalid_response', `response body is not JSON`, { metadata: { provider_name: target.provider.id } });
     else err = transportErrorToGatewayError(thrown, target.provider.id);
     res?.abort(err);
+    // Cancelled by the client before the final usage: what the upstream reported so far
+    // (Anthropic's message_start counts) is the usage, not an estimate — and it is metered even
+    // before any output, since the upstream counted (and bills) it. (A stream cut by the upstream
+    // keeps the estimate of what it produced.)
+    if (err.code === 'client_closed_request') {
+      const soFar = acc.usage ? undefined : streamTransform?.usage?.();
+      if (soFar) acc.add({ type: 'usage', usage: soFar });
+      if (!state.outputStarted && acc.usage) meterAttempt(draft, target, acc, a.prompt);
+    }
     if (!state.outputStarted) throw err;
     // After the first byte: no failover. Record what was seen and end with the error event.
     const costUsd = meterAttempt(draft, target, acc, a.prompt);

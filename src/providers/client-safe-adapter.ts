@@ -35,6 +35,7 @@ export function withClientSafeErrors(adapter: ProviderAdapter, provider: Provide
       const outer: StreamTransform = { push: (event) => safeParts(inner.push(event)), flush: () => safeParts(inner.flush()) };
       if (inner.ended) outer.ended = inner.ended.bind(inner);
       if (inner.warnings) outer.warnings = inner.warnings.bind(inner);
+      if (inner.usage) outer.usage = inner.usage.bind(inner);
       return outer;
     },
     parseErrorResponse: (status, headers, bodyText) => clientSafeUpstreamError(adapter.parseErrorResponse(status, headers, bodyText), ref),

@@ -1,4 +1,4 @@
-import type { ChatRequest, CompletionRequest } from '../core/chat-types.js';
+import type { ChatRequest, CompletionRequest, Usage } from '../core/chat-types.js';
 import type { ChatResult } from '../core/chat-result.js';
 import type { EmbeddingRequest, EmbeddingResult } from '../core/embedding-types.js';
 import type { StreamPart } from '../core/stream-part.js';
@@ -45,6 +45,13 @@ export interface StreamTransform {
   ended?(): boolean;
   /** Oddities of the stream worth keeping in the generation record (`detail.warnings`). */
   warnings?(): string[];
+  /**
+   * The usage the upstream has reported so far (cumulative, tokens; `source: 'upstream'`), for
+   * a stream the client cancels before its final usage part: Anthropic
+   * reports the input counts in `message_start`, before any content. Null when nothing was
+   * reported yet. Kinds whose streams report usage only at the end leave it out.
+   */
+  usage?(): Usage | null;
 }
 
 /** Which upstream operation a call performs. */

@@ -55,7 +55,9 @@ const startInputJson = (input: unknown): string =>
  * - `message_delta`: stop reason and cumulative usage (the last report wins);
  * - `ping` and unknown events: nothing; `error` → an error part (by error type).
  * `flush()` gives the finish and usage parts, or an error part when the stream ended before
- * `message_delta` / `message_stop` (a cut stream).
+ * `message_delta` / `message_stop` (a cut stream); `usage()` the counts reported so far (the
+ * input counts from `message_start`, the output total of the last `message_delta`), for a
+ * stream that is cancelled or cut before it finished.
  * @see https://docs.anthropic.com/en/docs/build-with-claude/streaming
  */
 export function createAnthropicStreamTransform(providerId: string): StreamTransform {
@@ -238,6 +240,9 @@ export function createAnthropicStreamTransform(providerId: string): StreamTransf
       const type = typeof ev.type === 'string' ? ev.type : event;
       if (type === undefined || !EVENT_TYPES.has(type)) return [];
       return handle(ev, type as EventType);
+    },
+    usage() {
+      return convertAnthropicUsage(usage);
     },
     flush() {
       if (closed) return [];

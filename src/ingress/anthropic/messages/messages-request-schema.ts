@@ -139,8 +139,17 @@ const baseShape = {
   ...gatewayFields,
 };
 
+/**
+ * Largest `max_tokens` accepted (tokens), the same bound as the OpenAI APIs' output limits: a
+ * value past it (`1e308` is an integer to JSON) is a 400 naming `max_tokens`, not a request
+ * that no endpoint can serve.
+ */
+const MAX_OUTPUT_TOKENS = 100_000_000;
+const maxTokens = (required: boolean) =>
+  z.number(required ? { required_error: 'is required' } : {}).int().min(1).max(MAX_OUTPUT_TOKENS, `must be at most ${MAX_OUTPUT_TOKENS}`);
+
 const messagesRequestSchema = z
-  .object({ ...baseShape, max_tokens: z.number({ required_error: 'is required' }).int().min(1) })
+  .object({ ...baseShape, max_tokens: maxTokens(true) })
   .passthrough()
   .superRefine((req, ctx) => {
     if (req.tool_choice?.type === 'tool' && !req.tools?.some((t) => t.name === (req.tool_choice as { name: string }).name)) {
@@ -149,7 +158,7 @@ const messagesRequestSchema = z
   });
 
 /** count_tokens takes the same body without `max_tokens` (and `stream`, ignored). */
-const countTokensRequestSchema = z.object({ ...baseShape, max_tokens: z.number().int().min(1).optional() }).passthrough();
+const countTokensRequestSchema = z.object({ ...baseShape, max_tokens: maxTokens(false).optional() }).passthrough();
 
 /**
  * The compiled validators (src/ingress/fast-parse.ts). A block's and a tool's refinement checks
