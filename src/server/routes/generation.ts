@@ -5,6 +5,7 @@ import { GatewayError } from '../../errors/gateway-error.js';
 import type { GatewayRuntime } from '../../pipeline/runtime.js';
 import type { Database, GenerationsTable } from '../../store/schema.js';
 import type { ApiKey } from '../../store/keys.js';
+import { isRefusal } from '../../store/refusal.js';
 
 /** The public shape of a generation record (`GET /v1/generation`), OpenRouter's field names where they exist. */
 export function generationObject(row: GenerationsTable) {
@@ -20,6 +21,8 @@ export function generationObject(row: GenerationsTable) {
     endpoint: row.endpoint,
     upstream_model: row.upstream_model,
     status: row.status,
+    /** An error that is the client's own (invalid, over a limit, unknown model; no provider answered): counted under `refused`, not `errors`. */
+    refused: isRefusal(row),
     error_code: row.error_code,
     error_message: row.error_message,
     http_status: row.http_status,
