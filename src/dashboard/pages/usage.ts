@@ -197,7 +197,8 @@ function renderUsage(body: HTMLElement, result: UsageResult, chart: UsageResult,
 
   // ---- series: every bucket of the range, the top groups by spend (then requests) ----
   const step = chart.bucket === 'day' ? DAY : chart.bucket === 'minute' ? MINUTE : HOUR;
-  const start = Date.parse(chart.from);
+  // A read refitted to the data (a finer bucket) starts at its first bar with traffic.
+  const start = chart !== result && chart.data.length ? Math.min(...chart.data.map((r) => Date.parse(r.bucket))) : Date.parse(chart.from);
   const end = Date.parse(chart.to);
   const buckets: number[] = [];
   for (let b = start; b < end && buckets.length < 2000; b += step) buckets.push(b);
