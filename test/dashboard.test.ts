@@ -567,34 +567,51 @@ describe('dashboard pages in headless Chromium', { skip: skip ?? false, timeout:
   });
 
   test('at 1280 px nothing wraps: Models\' "Endpoints →" link and a key\'s spend lines are one line high', async () => {
-    const { page, problems } = await browser.newPage();
-    await page.setViewportSize({ width: 1280, height: 900 });
-    await signIn(page, gw.adminKey);
-    await page.locator('.topbar').waitFor();
-    /** Each element's height against one line of its own line height. */
-    const lines = (selector: string) =>
-      page.locator(selector).evaluateAll((els) =>
-        els.map((el) => {
-          const style = el.ownerDocument.defaultView!.getComputedStyle(el);
-          const line = parseFloat(style.lineHeight) || parseFloat(style.fontSize) * 1.5;
-          return { text: (el as unknown as { innerText: string }).innerText, lines: Math.round(el.getBoundingClientRect().height / line), rects: el.getClientRects().length };
-        }),
-      );
-    await page.goto(`${gw.origin}/#/models`);
-    await page.locator('tr[data-model]').first().waitFor();
-    const links = await lines('tr[data-model] td:last-child a');
-    assert.equal(links.length, 2);
-    for (const l of links) assert.deepEqual(l, { text: 'Endpoints →', lines: 1, rects: 1 });
-    await shot(page, 'models-1280');
-    await page.goto(`${gw.origin}/#/keys`);
-    await page.locator('tr[data-key-id] .spend').first().waitFor();
-    // A key with a limit (ci-budget, above): "$0.00 of $2.50 daily" and "$2.50 left (100%)".
-    const spends = await lines('tr[data-key-id] .spend > div:not(.meter)');
-    assert.ok(spends.length >= 2, JSON.stringify(spends));
-    for (const l of spends) assert.equal(l.lines, 1, JSON.stringify(l));
-    await shot(page, 'keys-1280');
-    noProblems(problems);
-    await page.close();
+    // A catalog and a key as real ones look: a model with the example config's parameters, a monthly limit.
+    const params = ['temperature', 'top_p', 'max_tokens', 'max_completion_tokens', 'stop', 'seed', 'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'logprobs', 'top_logprobs', 'frequency_penalty', 'presence_penalty', 'logit_bias', 'user'];
+    const own = await startGateway({
+      providers: [{ id: 'up', kind: 'openai', base_url: upstream.url, api_key: 'sk-upstream' }],
+      models: [
+        { id: 'openai/gpt-4.1-nano', name: 'GPT-4.1 nano', context_length: 1047576, architecture: { input_modalities: ['text', 'image', 'file'] }, endpoints: [{ provider: 'up', upstream_model: 'gpt-4.1-nano', max_completion_tokens: 32768, pricing: { prompt: 0.1, completion: 0.4 }, supported_parameters: params }] },
+        { id: 'meta-llama/llama-3.1-8b-instruct', name: 'Llama 3.1 8B Instruct (self-hosted)', context_length: 131072, endpoints: [{ provider: 'up', upstream_model: 'meta-llama/Llama-3.1-8B-Instruct', pricing: { prompt: 0, completion: 0 }, supported_parameters: params.slice(0, 8) }] },
+      ],
+    });
+    try {
+      const budget = await own.createKey('team-budget');
+      const set = await fetch(`${own.baseURL}/keys/${budget.id}`, { method: 'PATCH', headers: { authorization: `Bearer ${own.adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ limit: '250', limit_reset: 'monthly', rate_limit: { requests_per_minute: 600, tokens_per_minute: 200000 } }) });
+      assert.equal(set.status, 200, await set.text());
+      const { page, problems } = await browser.newPage();
+      await page.setViewportSize({ width: 1280, height: 900 });
+      /** Each element's height in lines of its own line height, and its line boxes. */
+      const lines = (selector: string) =>
+        page.locator(selector).evaluateAll((els) =>
+          els.map((el) => {
+            const style = el.ownerDocument.defaultView!.getComputedStyle(el);
+            const line = parseFloat(style.lineHeight) || parseFloat(style.fontSize) * 1.5;
+            return { text: (el as unknown as { innerText: string }).innerText, lines: Math.round(el.getBoundingClientRect().height / line), rects: el.getClientRects().length };
+          }),
+        );
+      await page.goto(`${own.origin}/`);
+      await page.fill('#key', own.adminKey);
+      await page.click('#signin button[type=submit]');
+      await page.locator('.topbar').waitFor();
+      await page.goto(`${own.origin}/#/models`);
+      await page.locator('tr[data-model]').first().waitFor();
+      const links = await lines('tr[data-model] td:last-child a');
+      assert.equal(links.length, 2);
+      for (const l of links) assert.deepEqual(l, { text: 'Endpoints →', lines: 1, rects: 1 });
+      await shot(page, 'models-1280');
+      await page.goto(`${own.origin}/#/keys`);
+      await page.locator(`tr[data-key-id="${budget.id}"] .spend`).waitFor();
+      const spends = await lines(`tr[data-key-id="${budget.id}"] .spend > div:not(.meter)`);
+      assert.equal(spends.length, 2, JSON.stringify(spends));
+      for (const l of spends) assert.equal(l.lines, 1, JSON.stringify(l));
+      await shot(page, 'keys-1280');
+      noProblems(problems);
+      await page.close();
+    } finally {
+      await own.close();
+    }
   });
 
   test('the usage chart\'s bucket fits the data: traffic over a few minutes is drawn by minute, not as one bar', async () => {
