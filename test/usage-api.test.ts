@@ -636,7 +636,7 @@ describe('usage API and generation search', () => {
     // The search splits them the same way: status=refused, and error without the refusals.
     const since = { key_id: alice.id, from };
     const refusedIds = (await search(gw.adminKey, { ...since, status: 'refused' })).data.map((g: Json) => [g.error_code, g.refused]);
-    assert.deepEqual(refusedIds.sort(), [['invalid_request', true], ['model_not_found', true]]);
+    assert.deepEqual(refusedIds.sort(), [['invalid_request', true], ['no_endpoint_available', true]]);
     assert.deepEqual((await search(gw.adminKey, { ...since, status: 'error' })).data.map((g: Json) => [g.http_status, g.refused]), [[502, false]]);
     // Minute buckets (read from the generations) count them alike.
     const minutes = await usage(alice.secret, { ...range, bucket: 'minute' });
