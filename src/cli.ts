@@ -83,10 +83,14 @@ function configPath(flag: string | undefined): { path: string; explicit: boolean
   return { path: 'opinference.yaml', explicit: false };
 }
 
-function readConfig(flag: string | undefined): LoadedConfig {
+/**
+ * The config `serve` would load. `secrets: false` (key commands, which only need the catalog):
+ * the providers' `api_key` and `headers` are not read, so their variables need not be set.
+ */
+function readConfig(flag: string | undefined, options: { secrets?: boolean } = {}): LoadedConfig {
   const { path, explicit } = configPath(flag);
   try {
-    return withLocalModel(loadConfig(path, { required: explicit }));
+    return withLocalModel(loadConfig(path, { required: explicit, secrets: options.secrets }));
   } catch (err) {
     if (err instanceof ConfigError) fail(err.message);
     throw err;
@@ -164,6 +168,7 @@ async function serve(flag: string | undefined, workersFlag?: string): Promise<vo
   if (!loaded.source && !process.env.OP_LOCAL_MODEL) log.warn({ path: configPath(flag).path }, 'no config file found: serving an empty catalog; see examples/opinference.yaml');
   else if (!loaded.source) log.info({ model: loaded.config.models[0]?.id }, 'no config file: serving OP_LOCAL_MODEL');
   else log.info({ path: loaded.source, models: loaded.config.models.length, providers: loaded.config.providers.length }, 'config loaded');
+  for (const warning of loaded.warnings ?? []) log.warn({ path: loaded.source }, `config: ${warning}`);
   if (telemetry) log.info({ traces: Boolean(process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) }, 'OpenTelemetry export on (OTEL_EXPORTER_OTLP_*)');
   const port = Number(process.env.OP_PORT || 8080);
   if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`OP_PORT must be a port number, got "${process.env.OP_PORT}"`);
@@ -263,7 +268,11 @@ async function main(argv: string[]): Promise<void> {
       const loaded = readConfig(values.config);
       const missing = missingLocalModelFiles(loaded.config);
       if (missing.length > 0) fail(missing.map((m) => `${loaded.source ?? 'OP_LOCAL_MODEL'}: ${loaded.source ? `${m.at}: ` : ''}${describeMissingModelFile(m)}`).join('\n'));
-      process.stdout.write(`${loaded.source ?? '(no file: empty catalog)'}: ok — ${loaded.config.providers.length} providers, ${loaded.config.models.length} models\n`);
+      // Warnings (a credential an empty default left empty) go to stderr; the file is still valid.
+      const warnings = loaded.warnings ?? [];
+      for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
+      const warned = warnings.length ? ` (${warnings.length} warning${warnings.length === 1 ? '' : 's'} on stderr)` : '';
+      process.stdout.write(`${loaded.source ?? '(no file: empty catalog)'}: ok — ${loaded.config.providers.length} providers, ${loaded.config.models.length} models${warned}\n`);
       return;
     }
     case 'keys':
@@ -349,7 +358,8 @@ function settingsFromFlags(values: KeyFlags): Partial<KeySettings> {
   }
   if (parsed.data.allowed_models.length > 0) {
     // Checked against the catalog `serve` would load: a typo would otherwise allow nothing.
-    const loaded = readConfig(values.config);
+    // Only the catalog is needed: the providers' secrets are not read (nor need to be set).
+    const loaded = readConfig(values.config, { secrets: false });
     const catalog = buildCatalog(loaded.config);
     const unknown = unknownModelIds(parsed.data.allowed_models, catalog);
     if (unknown.length > 0) {

@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import OpenAI from 'openai';
 import { startUpstream, type Upstream } from './helpers/replay-upstream.js';
 import { createTestDatabase, type TestDatabase } from './helpers/test-database.js';
+import { keepChildLogs } from './helpers/test-output.js';
 
 const CLI = new URL('../dist/src/cli.js', import.meta.url).pathname;
 const run = promisify(execFile);
@@ -88,6 +89,7 @@ describe('opinference CLI', { skip }, () => {
 
     const port = await freePort();
     const child: ChildProcess = spawn(process.execPath, [CLI, 'serve'], { env: { ...env, OP_PORT: String(port), OP_HOST: '127.0.0.1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    keepChildLogs(child, 'serve');
     let logs = '';
     child.stdout!.on('data', (d) => (logs += d));
     child.stderr!.on('data', (d) => (logs += d));
@@ -138,6 +140,7 @@ describe('opinference CLI', { skip }, () => {
     writeFileSync(file, head + modelYaml('test/first'));
     const port = await freePort();
     const child = spawn(process.execPath, [CLI, 'serve'], { env: { ...env, OP_CONFIG: file, OP_PORT: String(port), OP_HOST: '127.0.0.1', OP_ADMIN_KEY: 'adm' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    keepChildLogs(child, 'reload');
     let logs = '';
     child.stdout!.on('data', (d) => (logs += d));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
@@ -170,6 +173,7 @@ describe('opinference CLI', { skip }, () => {
     writeFileSync(file, `server: { drain_timeout_ms: 400 }\nproviders:\n  - id: up\n    kind: openai\n    base_url: ${upstream.url}\nmodels:\n  - id: test/model\n    context_length: 8192\n    endpoints:\n      - provider: up\n        upstream_model: m\n`);
     const port = await freePort();
     const child = spawn(process.execPath, [CLI, 'serve'], { env: { ...env, OP_CONFIG: file, OP_PORT: String(port), OP_HOST: '127.0.0.1', OP_ADMIN_KEY: 'adm' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    keepChildLogs(child, 'drain');
     let logs = '';
     child.stdout!.on('data', (d) => (logs += d));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));

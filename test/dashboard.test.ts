@@ -54,7 +54,7 @@ const micro = (n: number): string => `$${(n / 1e6).toFixed(6).replace(/(\.\d\d\d
 const skip = chromiumMissing();
 if (skip) process.stdout.write(`dashboard tests skipped: ${skip}\n`);
 
-describe('dashboard pages in headless Chromium', { skip: skip ?? false, timeout: 60_000 }, () => {
+describe('dashboard pages in headless Chromium', { skip: skip ?? false, timeout: 240_000 }, () => {
   let upstream: Upstream;
   let gw: TestGateway;
   let browser: TestBrowser;
@@ -467,5 +467,183 @@ describe('dashboard pages in headless Chromium', { skip: skip ?? false, timeout:
     assert.equal(await page.evaluate('sessionStorage.length'), 0);
     assert.deepEqual(problems.list.filter((p) => !/status of 404/.test(p)), []);
     await page.close();
+  });
+
+  test('live updates: a request made after the page loaded appears without a reload; Pause stops them; a hidden tab asks nothing', async () => {
+    const { page, problems } = await browser.newPage();
+    await signIn(page, gw.adminKey);
+    await page.click('.nav a[data-nav=requests]');
+    await page.locator(`tr[data-id="${made.admin[0]}"]`).waitFor();
+    assert.equal(await page.locator('#live').getAttribute('data-live'), 'on');
+    const searches: string[] = [];
+    page.on('request', (req) => {
+      if (new URL(req.url()).pathname === '/v1/generations') searches.push(req.url());
+    });
+    upstream.enqueue(completion('live one', 3, 1));
+    const fresh = await post(gw.adminKey, ask('live one'));
+    made.admin.push(fresh.id);
+    await gw.flush();
+    await page.locator(`tr[data-id="${fresh.id}"]`).waitFor({ timeout: 10_000 });
+    assert.ok(searches.length >= 1);
+    await shot(page, 'requests-live');
+
+    // Paused: no more asking, and what is shown stays.
+    await page.click('#live-toggle');
+    assert.equal(await page.locator('#live').getAttribute('data-live'), 'paused');
+    assert.equal(await page.locator('#live-toggle').innerText(), 'Resume');
+    upstream.enqueue(completion('while paused', 3, 1));
+    const paused = await post(gw.adminKey, ask('while paused'));
+    made.admin.push(paused.id);
+    await gw.flush();
+    searches.length = 0;
+    await page.waitForTimeout(3 * 3_000); // three refresh intervals
+    assert.deepEqual(searches, []);
+    assert.equal(await page.locator(`tr[data-id="${paused.id}"]`).count(), 0);
+    await shot(page, 'requests-paused');
+    // Resumed: it catches up at once.
+    await page.click('#live-toggle');
+    await page.locator(`tr[data-id="${paused.id}"]`).waitFor({ timeout: 10_000 });
+
+    // A hidden tab sends no requests.
+    await page.evaluate(`Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' }); document.dispatchEvent(new Event('visibilitychange'))`);
+    searches.length = 0;
+    await page.waitForTimeout(3 * 3_000);
+    assert.deepEqual(searches, []);
+    await page.evaluate(`Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'visible' }); document.dispatchEvent(new Event('visibilitychange'))`);
+    await page.waitForRequest((req) => new URL(req.url()).pathname === '/v1/generations');
+    noProblems(problems);
+    await page.close();
+  });
+
+  test('Requests: a refused status in the filter, with its own badge; Error lists the other errors', async () => {
+    const refused = await post(bob.secret, { model: 'test/small', temperature: 9, messages: [{ role: 'user', content: 'still too hot' }] });
+    assert.equal(refused.status, 400);
+    made.bob.push(refused.id);
+    await gw.flush();
+    const { page, problems } = await browser.newPage();
+    await signIn(page, gw.adminKey);
+    await page.locator('.topbar').waitFor();
+    await page.goto(`${gw.origin}/#/requests`);
+    await page.locator('#request-filters select[name=status] option[value=refused]').waitFor({ state: 'attached' });
+    await page.selectOption('#request-filters select[name=status]', 'refused');
+    await page.click('#request-filters button[type=submit]');
+    await page.waitForURL(/status=refused/);
+    const row = page.locator(`tr[data-id="${refused.id}"]`);
+    await row.waitFor();
+    const ids = await page.locator('tr[data-id]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-id')));
+    assert.ok(ids.length >= 1 && ids.every((id) => made.bob.includes(id!)), JSON.stringify(ids));
+    assert.equal(await row.locator('.badge').innerText(), 'refused');
+    assert.equal(await row.locator('.badge').getAttribute('class'), 'badge badge-refused');
+    await shot(page, 'requests-refused');
+    await page.goto(`${gw.origin}/#/requests?status=error`);
+    await page.locator(`tr[data-id="${made.alice[0]}"]`).waitFor();
+    assert.equal(await page.locator(`tr[data-id="${refused.id}"]`).count(), 0);
+    assert.equal(await page.locator(`tr[data-id="${made.alice[0]}"] .badge`).innerText(), 'error');
+    noProblems(problems);
+    await page.close();
+  });
+
+  test('the Keys page shows each key\'s allowed models (and a key its own)', async () => {
+    const scoped = await gw.createKey('scoped-key');
+    const patched = await fetch(`${gw.baseURL}/keys/${scoped.id}`, { method: 'PATCH', headers: { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ allowed_models: ['test/small'] }) });
+    assert.equal(patched.status, 200, await patched.text());
+    const { page, problems } = await browser.newPage();
+    await signIn(page, gw.adminKey);
+    await page.click('.nav a[data-nav=keys]');
+    const row = page.locator(`tr[data-key-id="${scoped.id}"]`);
+    await row.waitFor();
+    assert.equal(await row.locator('[data-allowed-models]').getAttribute('data-allowed-models'), 'test/small');
+    assert.equal(await row.locator('[data-allowed-models] .tag').innerText(), 'test/small');
+    assert.equal(await page.locator(`tr[data-key-id="${alice.id}"] [data-allowed-models]`).innerText(), 'all');
+    await shot(page, 'keys-allowed-models');
+    const own = await browser.newPage();
+    await signIn(own.page, scoped.secret);
+    await own.page.click('.nav a[data-nav=keys]');
+    await own.page.locator('#own-key [data-allowed-models="test/small"]').waitFor();
+    noProblems(problems);
+    noProblems(own.problems);
+    await own.page.close();
+    await page.close();
+  });
+
+  test('at 1280 px nothing wraps: Models\' "Endpoints →" link and a key\'s spend lines are one line high', async () => {
+    // A catalog and a key as real ones look: a model with the example config's parameters, a monthly limit.
+    const params = ['temperature', 'top_p', 'max_tokens', 'max_completion_tokens', 'stop', 'seed', 'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'logprobs', 'top_logprobs', 'frequency_penalty', 'presence_penalty', 'logit_bias', 'user'];
+    const own = await startGateway({
+      providers: [{ id: 'up', kind: 'openai', base_url: upstream.url, api_key: 'sk-upstream' }],
+      models: [
+        { id: 'openai/gpt-4.1-nano', name: 'GPT-4.1 nano', context_length: 1047576, architecture: { input_modalities: ['text', 'image', 'file'] }, endpoints: [{ provider: 'up', upstream_model: 'gpt-4.1-nano', max_completion_tokens: 32768, pricing: { prompt: 0.1, completion: 0.4 }, supported_parameters: params }] },
+        { id: 'meta-llama/llama-3.1-8b-instruct', name: 'Llama 3.1 8B Instruct (self-hosted)', context_length: 131072, endpoints: [{ provider: 'up', upstream_model: 'meta-llama/Llama-3.1-8B-Instruct', pricing: { prompt: 0, completion: 0 }, supported_parameters: params.slice(0, 8) }] },
+      ],
+    });
+    try {
+      const budget = await own.createKey('team-budget');
+      const set = await fetch(`${own.baseURL}/keys/${budget.id}`, { method: 'PATCH', headers: { authorization: `Bearer ${own.adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ limit: '250', limit_reset: 'monthly', rate_limit: { requests_per_minute: 600, tokens_per_minute: 200000 } }) });
+      assert.equal(set.status, 200, await set.text());
+      const { page, problems } = await browser.newPage();
+      await page.setViewportSize({ width: 1280, height: 900 });
+      /** Each element's height in lines of its own line height, and its line boxes. */
+      const lines = (selector: string) =>
+        page.locator(selector).evaluateAll((els) =>
+          els.map((el) => {
+            const style = el.ownerDocument.defaultView!.getComputedStyle(el);
+            const line = parseFloat(style.lineHeight) || parseFloat(style.fontSize) * 1.5;
+            return { text: (el as unknown as { innerText: string }).innerText, lines: Math.round(el.getBoundingClientRect().height / line), rects: el.getClientRects().length };
+          }),
+        );
+      await page.goto(`${own.origin}/`);
+      await page.fill('#key', own.adminKey);
+      await page.click('#signin button[type=submit]');
+      await page.locator('.topbar').waitFor();
+      await page.goto(`${own.origin}/#/models`);
+      await page.locator('tr[data-model]').first().waitFor();
+      const links = await lines('tr[data-model] td:last-child a');
+      assert.equal(links.length, 2);
+      for (const l of links) assert.deepEqual(l, { text: 'Endpoints →', lines: 1, rects: 1 });
+      await shot(page, 'models-1280');
+      await page.goto(`${own.origin}/#/keys`);
+      await page.locator(`tr[data-key-id="${budget.id}"] .spend`).waitFor();
+      const spends = await lines(`tr[data-key-id="${budget.id}"] .spend > div:not(.meter)`);
+      assert.equal(spends.length, 2, JSON.stringify(spends));
+      for (const l of spends) assert.equal(l.lines, 1, JSON.stringify(l));
+      await shot(page, 'keys-1280');
+      noProblems(problems);
+      await page.close();
+    } finally {
+      await own.close();
+    }
+  });
+
+  test('the usage chart\'s bucket fits the data: traffic over a few minutes is drawn by minute, not as one bar', async () => {
+    // A separate gateway, so the figures of the tests above stay as they are.
+    const own = await startGateway(config(upstream.url));
+    const realNow = Date.now;
+    try {
+      const t0 = realNow();
+      for (const ago of [4, 2, 0]) {
+        upstream.enqueue(completion('spread', 5, 5));
+        Date.now = () => t0 - ago * 60_000 + (realNow() - t0);
+        const res = await fetch(`${own.baseURL}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${own.adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify(ask(`spread ${ago}`)) });
+        assert.equal(res.status, 200);
+        await res.text();
+      }
+      Date.now = realNow;
+      await own.flush();
+      const { page, problems } = await browser.newPage();
+      await page.goto(`${own.origin}/`);
+      await page.fill('#key', own.adminKey);
+      await page.click('#signin button[type=submit]');
+      await page.locator('[data-chart="requests"]').waitFor();
+      assert.equal(await statValue(page, 'requests'), '3');
+      const buckets = Number(await page.locator('[data-chart="requests"]').getAttribute('data-buckets'));
+      assert.ok(buckets >= 5, `${buckets} bars for traffic over 4 minutes`);
+      assert.match(await page.locator('#bucket-hint').innerText(), /^Bars are minutes, from the first request in the range\./);
+      await shot(page, 'usage-minutes');
+      noProblems(problems);
+      await page.close();
+    } finally {
+      Date.now = realNow;
+      await own.close();
+    }
   });
 });

@@ -20,6 +20,7 @@ import { localModelConfig } from '../src/providers/local/local-models.js';
 import { startGateway, type TestGateway } from './helpers/gateway.js';
 import { startUpstream, type Upstream } from './helpers/replay-upstream.js';
 import { byteToken, writeTinyLlamaGguf } from './helpers/tiny-gguf.js';
+import { keepChildLogs } from './helpers/test-output.js';
 
 type NodeLlamaCpp = typeof import('node-llama-cpp');
 
@@ -504,6 +505,7 @@ describe('OP_LOCAL_MODEL through the CLI', { skip: skip || (existsSync(CLI) ? fa
       OP_PORT: String(port), OP_HOST: '127.0.0.1', OP_ADMIN_KEY: 'adm', OP_DATABASE_URL: `sqlite:${path.join(dir, 'op.db')}`,
     };
     const child: ChildProcess = spawn(process.execPath, [CLI, 'serve'], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    keepChildLogs(child, 'serve-local');
     let logs = '';
     child.stdout!.on('data', (d) => (logs += d));
     child.stderr!.on('data', (d) => (logs += d));

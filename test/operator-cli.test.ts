@@ -79,6 +79,81 @@ describe('opinference CLI for operators', { skip }, () => {
     assert.equal(ok.code, 0, ok.stderr);
   });
 
+  test('keys create --models reads the catalog only: the providers\' secrets need not be set', async () => {
+    writeFileSync(
+      join(dir, 'secrets.yaml'),
+      [
+        'providers:',
+        '  - id: groq',
+        '    kind: openai',
+        '    base_url: https://api.groq.com/openai/v1',
+        '    api_key: ${OP_TEST_UNSET_GROQ_KEY}',
+        '    headers: { Authorization: "Bearer ${OP_TEST_UNSET_TOKEN}" }',
+        'models:',
+        '  - id: openai/gpt-oss-120b',
+        '    context_length: 131072',
+        '    endpoints:',
+        '      - provider: groq',
+        '        upstream_model: openai/gpt-oss-120b',
+        '',
+      ].join('\n'),
+    );
+    const created = await cli('keys', 'create', '--name', 'no-secrets', '--models', 'openai/gpt-oss-120b', '--config', join(dir, 'secrets.yaml'));
+    assert.equal(created.code, 0, created.stderr);
+    assert.match(created.stdout, /^op-[\w-]{43}\n$/);
+    assert.doesNotMatch(created.stderr, /OP_TEST_UNSET/);
+    // A typo is still caught against that catalog.
+    const typo = await cli('keys', 'create', '--name', 'typo2', '--models', 'openai/gpt-oss-12b', '--config', join(dir, 'secrets.yaml'));
+    assert.equal(typo.code, 1);
+    assert.equal(typo.stderr.split('\n').at(-2), `opinference: --models: no model "openai/gpt-oss-12b" in the catalog of ${join(dir, 'secrets.yaml')} (known: openai/gpt-oss-120b)`);
+    // serve and config check still need them.
+    const check = await cli('config', 'check', '--config', join(dir, 'secrets.yaml'));
+    assert.equal(check.code, 1);
+    assert.match(check.stderr, /providers\[0\]\.api_key: environment variable OP_TEST_UNSET_GROQ_KEY is not set/);
+  });
+
+  test('config check warns when ${VAR:-} leaves a provider\'s key empty, naming the provider and the variable', async () => {
+    writeFileSync(
+      join(dir, 'empty-key.yaml'),
+      [
+        'providers:',
+        '  - id: openai',
+        '    kind: openai',
+        '    base_url: https://api.openai.com/v1',
+        '    api_key: ${OP_TEST_UNSET_OPENAI_KEY:-}',
+        '  - id: set',
+        '    kind: openai',
+        '    base_url: https://example.test/v1',
+        '    api_key: ${OP_TEST_SET_KEY:-}',
+        'models:',
+        '  - id: openai/gpt-4.1-nano',
+        '    context_length: 1047576',
+        '    endpoints:',
+        '      - provider: openai',
+        '        upstream_model: gpt-4.1-nano',
+        '',
+      ].join('\n'),
+    );
+    const saved = env;
+    env = { ...env, OP_TEST_SET_KEY: 'sk-set' };
+    try {
+      const r = await cli('config', 'check', '--config', join(dir, 'empty-key.yaml'));
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout, `${join(dir, 'empty-key.yaml')}: ok — 2 providers, 1 models (1 warning on stderr)\n`);
+      assert.equal(
+        r.stderr,
+        'warning: providers[0].api_key: provider "openai" has an empty api_key: OP_TEST_UNSET_OPENAI_KEY is not set (the default after ":-" is empty), so its requests go out without a key; set OP_TEST_UNSET_OPENAI_KEY, or remove the provider\n',
+      );
+      // Set, no warning.
+      env = { ...env, OP_TEST_UNSET_OPENAI_KEY: 'sk-now-set' };
+      const ok = await cli('config', 'check', '--config', join(dir, 'empty-key.yaml'));
+      assert.equal(ok.stderr, '');
+      assert.equal(ok.stdout, `${join(dir, 'empty-key.yaml')}: ok — 2 providers, 1 models\n`);
+    } finally {
+      env = saved;
+    }
+  });
+
   test('keys create --models with no model in it ("", " ", ",") is refused, not an unrestricted key', async () => {
     for (const flag of ['', ' ', ',', ' , ']) {
       const r = await cli('keys', 'create', '--name', 'failopen', '--models', flag);

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { startUpstream, type Upstream } from './helpers/replay-upstream.js';
+import { keepChildLogs } from './helpers/test-output.js';
 
 const CLI = new URL('../dist/src/cli.js', import.meta.url).pathname;
 const skip = existsSync(CLI) ? false : 'dist/src/cli.js is missing: run npm run build';
@@ -58,6 +59,7 @@ describe('records across process failures (CLI)', { skip }, () => {
     const port = await freePort();
     const env = { ...process.env, OP_CONFIG: file, OP_DATABASE_URL: `sqlite:${join(dir, `${name}.db`)}`, OP_PORT: String(port), OP_HOST: '127.0.0.1', OP_ADMIN_KEY: 'adm', OP_LOG_LEVEL: process.env.OP_LOG_LEVEL ?? 'info' };
     const child = spawn(process.execPath, [CLI, 'serve'], { env, stdio: ['ignore', stdout, 'pipe'] });
+    keepChildLogs(child, name);
     let logs = '';
     child.stdout?.on('data', (d) => (logs += d));
     child.stderr!.on('data', (d) => (logs += d));

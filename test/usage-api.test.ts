@@ -188,6 +188,26 @@ describe('usage API and generation search', () => {
     assert.ok(c8().c > 0, 'the cancelled stream counted what it streamed');
   });
 
+  test('minute buckets: each minute with traffic, the same sums as the hourly rollups, at most 6 hours', async () => {
+    const range = { from: T1 - 10 * 60_000, to: T1 - 10 * 60_000 + 3 * HOUR };
+    const minutes = await usage(gw.adminKey, { ...range, bucket: 'minute' });
+    const hours = await usage(gw.adminKey, { ...range, bucket: 'hour' });
+    assert.equal(minutes.bucket, 'minute');
+    assert.deepEqual(minutes.data.map((r: Json) => [r.bucket, r.requests]), [
+      [new Date(T1).toISOString(), 3],
+      [new Date(T2).toISOString(), 3],
+      [new Date(T3).toISOString(), 2],
+    ]);
+    assert.deepEqual(counts(minutes.totals), counts(hours.totals));
+    assert.deepEqual(minutes.totals.cost, hours.totals.cost);
+    const byModel = await usage(gw.adminKey, { ...range, bucket: 'minute', group_by: 'model' });
+    assert.deepEqual(byModel.data.filter((r: Json) => r.bucket === new Date(T1).toISOString()).map((r: Json) => [r.group, r.requests]), [['test/model', 2], ['test/other', 1]]);
+    const tooLong = await get(gw.adminKey, '/usage', { from: T1, to: T1 + 6 * HOUR + 60_000, bucket: 'minute' });
+    assert.equal(tooLong.status, 400);
+    assert.equal(tooLong.body.error.param, 'from');
+    assert.match(tooLong.body.error.message, /longer than 6 hours, the most for bucket=minute \(use bucket=hour\)/);
+  });
+
   test('hour buckets, no grouping: exact sums per hour and in total', async () => {
     const body = await usage(gw.adminKey, { bucket: 'hour' });
     assert.equal(body.from, new Date(D).toISOString());
@@ -612,6 +632,16 @@ describe('usage API and generation search', () => {
     assert.deepEqual(byProvider.data.map((r: Json) => [r.group, r.requests, r.errors, r.refused]), [[null, 3, 1, 2]]);
     const bySession = await usage(alice.secret, { ...range, group_by: 'session' });
     assert.deepEqual([bySession.totals.errors, bySession.totals.refused], [1, 2]);
+
+    // The search splits them the same way: status=refused, and error without the refusals.
+    const since = { key_id: alice.id, from };
+    const refusedIds = (await search(gw.adminKey, { ...since, status: 'refused' })).data.map((g: Json) => [g.error_code, g.refused]);
+    assert.deepEqual(refusedIds.sort(), [['invalid_request', true], ['no_endpoint_available', true]]);
+    assert.deepEqual((await search(gw.adminKey, { ...since, status: 'error' })).data.map((g: Json) => [g.http_status, g.refused]), [[502, false]]);
+    // Minute buckets (read from the generations) count them alike.
+    const minutes = await usage(alice.secret, { ...range, bucket: 'minute' });
+    assert.equal(minutes.bucket, 'minute');
+    assert.deepEqual([minutes.totals.requests, minutes.totals.errors, minutes.totals.refused], [3, 1, 2]);
 
     // Counted apart when written: the rollups hold them, and the reads never look at the generations for them.
     const hourly = await gw.store.db.selectFrom('usage_hourly').select(['model', 'provider', 'requests', 'errors', 'refused']).where('hour', '=', from).where('key_id', '=', alice.id).orderBy('model').execute();

@@ -16,6 +16,7 @@ import { Redis } from 'ioredis';
 import { startUpstream, type Upstream } from './helpers/replay-upstream.js';
 import { createTestDatabase, type TestDatabase } from './helpers/test-database.js';
 import { randomId } from '../src/util/ids.js';
+import { keepChildLogs } from './helpers/test-output.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -90,6 +91,7 @@ describe('serve --workers', { skip }, () => {
   test('2 workers serve one port; a killed worker is restarted; SIGHUP reaches both; SIGTERM drains all, exit 0', async () => {
     const port = await freePort();
     const child: ChildProcess = spawn(process.execPath, [CLI, 'serve', '--workers', '2'], { env: { ...env, OP_PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    keepChildLogs(child, 'workers');
     let out = '';
     let err = '';
     child.stdout!.on('data', (d) => (out += d));

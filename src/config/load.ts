@@ -18,6 +18,11 @@ export interface LoadedConfig {
   readonly config: Readonly<GatewayConfig>;
   /** The file read, or `null` when none existed and the empty default is used. */
   readonly source: string | null;
+  /**
+   * What is valid but probably not meant, as `path: message` lines: a provider's `api_key` or
+   * header left empty by `${VAR:-}` with VAR unset. `config check` prints them; `serve` logs them.
+   */
+  readonly warnings?: readonly string[];
 }
 
 /** Render a zod/JSON path as `models[0].endpoints[1].provider`. */
@@ -42,27 +47,60 @@ function formatIssue(issue: ZodIssue): string {
 
 const VAR = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
+/** What {@link substituteEnv} found: unset variables without a default, and values left empty. */
+interface EnvReport {
+  /** `path: environment variable X is not set` (errors). */
+  issues: string[];
+  /** Values that became '' only through an empty default: path and the variables used. */
+  emptied: { path: (string | number)[]; names: string[] }[];
+}
+
 /**
  * Replace `${VAR}` (and `${VAR:-default}`) in every string value, recording a path-named issue
- * for each variable that is unset and has no default.
+ * for each variable that is unset and has no default, and each value an empty default emptied.
  */
-function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, path: (string | number)[], issues: string[]): unknown {
+function substituteEnv(value: unknown, env: NodeJS.ProcessEnv, path: (string | number)[], report: EnvReport): unknown {
   if (typeof value === 'string') {
-    return value.replace(VAR, (_m, name: string, fallback: string | undefined) => {
+    const defaulted: string[] = [];
+    const out = value.replace(VAR, (_m, name: string, fallback: string | undefined) => {
       const v = env[name];
       if (v !== undefined && v !== '') return v;
-      if (fallback !== undefined) return fallback;
-      issues.push(`${formatPath(path)}: environment variable ${name} is not set`);
+      if (fallback !== undefined) {
+        defaulted.push(name);
+        return fallback;
+      }
+      report.issues.push(`${formatPath(path)}: environment variable ${name} is not set`);
       return '';
     });
+    if (out === '' && defaulted.length > 0) report.emptied.push({ path, names: defaulted });
+    return out;
   }
-  if (Array.isArray(value)) return value.map((v, i) => substituteEnv(v, env, [...path, i], issues));
+  if (Array.isArray(value)) return value.map((v, i) => substituteEnv(v, env, [...path, i], report));
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = substituteEnv(v, env, [...path, k], issues);
+    for (const [k, v] of Object.entries(value)) out[k] = substituteEnv(v, env, [...path, k], report);
     return out;
   }
   return value;
+}
+
+/**
+ * Warnings for provider credentials an empty default left empty (`api_key: ${OPENAI_API_KEY:-}`
+ * with the variable unset): valid, so the gateway starts, but every call to that provider goes
+ * out without its key and the provider refuses it.
+ */
+function emptiedCredentialWarnings(report: EnvReport, substituted: unknown): string[] {
+  const providers = asList((substituted as Loose | null)?.providers);
+  const out: string[] = [];
+  for (const { path, names } of report.emptied) {
+    const [root, index, field] = path;
+    if (root !== 'providers' || typeof index !== 'number' || (field !== 'api_key' && field !== 'headers')) continue;
+    const id = asString(providers[index]?.id) ?? `providers[${index}]`;
+    const vars = names.join(', ');
+    const what = field === 'api_key' ? 'api_key' : `header ${String(path[3])}`;
+    out.push(`${formatPath(path)}: provider "${id}" has an empty ${what}: ${vars} ${names.length === 1 ? 'is' : 'are'} not set (the default after ":-" is empty), so its requests go out without a key; set ${vars}, or remove the provider`);
+  }
+  return out;
 }
 
 /** Provider kinds whose adapter serves `POST /embeddings` (an endpoint's `embeddings: true`). */
@@ -179,21 +217,48 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/**
- * Validate a parsed config object: env substitution, strict schema, cross-references, freeze.
- * @throws ConfigError listing every problem of the config with its path, all in one report
- * (unset variables, schema violations and dangling references together).
- */
-export function parseConfig(raw: unknown, source: string, env: NodeJS.ProcessEnv = process.env): Readonly<GatewayConfig> {
-  const envIssues: string[] = [];
-  const substituted = substituteEnv(raw ?? {}, env, [], envIssues);
+/** Options of {@link parseConfig} and {@link loadConfig}. */
+export interface ParseOptions {
+  /**
+   * false: the providers' secrets (`api_key`, `headers`) are not read, so variables they name
+   * need not be set. For commands that only need the catalog (`keys create --models`); such a
+   * config has no credentials and must not serve.
+   */
+  secrets?: boolean;
+}
+
+/** Drop the providers' `api_key` and `headers` before substitution (see {@link ParseOptions.secrets}). */
+function withoutSecrets(raw: unknown): unknown {
+  if (raw === null || typeof raw !== 'object' || !Array.isArray((raw as Loose).providers)) return raw;
+  const providers = ((raw as Loose).providers as unknown[]).map((p) => {
+    if (p === null || typeof p !== 'object') return p;
+    const { api_key: _k, headers: _h, ...rest } = p as Loose;
+    return rest;
+  });
+  return { ...(raw as Loose), providers };
+}
+
+/** {@link parseConfig}, with the warnings of {@link LoadedConfig.warnings}. */
+export function parseConfigWithWarnings(raw: unknown, source: string, env: NodeJS.ProcessEnv = process.env, options: ParseOptions = {}): { config: Readonly<GatewayConfig>; warnings: string[] } {
+  const report: EnvReport = { issues: [], emptied: [] };
+  const substituted = substituteEnv(options.secrets === false ? withoutSecrets(raw ?? {}) : (raw ?? {}), env, [], report);
+  const envIssues = report.issues;
   const result = configSchema.safeParse(substituted);
   // A value whose variable is unset is reported once, for the variable, not again for being empty.
   const unsetPaths = envIssues.map((i) => i.slice(0, i.indexOf(': ')));
   const schemaIssues = result.success ? [] : result.error.issues.map(formatIssue).filter((i) => !unsetPaths.some((p) => i.startsWith(`${p}: `) || i.startsWith(`${p}.`) || i.startsWith(`${p}[`)));
   const issues = [...new Set([...envIssues, ...schemaIssues, ...checkReferences(substituted)])];
   if (issues.length > 0 || !result.success) throw new ConfigError(source, issues);
-  return deepFreeze(result.data);
+  return { config: deepFreeze(result.data), warnings: emptiedCredentialWarnings(report, substituted) };
+}
+
+/**
+ * Validate a parsed config object: env substitution, strict schema, cross-references, freeze.
+ * @throws ConfigError listing every problem of the config with its path, all in one report
+ * (unset variables, schema violations and dangling references together).
+ */
+export function parseConfig(raw: unknown, source: string, env: NodeJS.ProcessEnv = process.env, options: ParseOptions = {}): Readonly<GatewayConfig> {
+  return parseConfigWithWarnings(raw, source, env, options).config;
 }
 
 /**
@@ -201,10 +266,10 @@ export function parseConfig(raw: unknown, source: string, env: NodeJS.ProcessEnv
  * the gateway then starts with an empty catalog.
  * @throws ConfigError on YAML syntax errors, schema violations and dangling references.
  */
-export function loadConfig(path: string, options: { required?: boolean; env?: NodeJS.ProcessEnv } = {}): LoadedConfig {
+export function loadConfig(path: string, options: { required?: boolean; env?: NodeJS.ProcessEnv } & ParseOptions = {}): LoadedConfig {
   if (!existsSync(path)) {
     if (options.required) throw new ConfigError(path, [`(file): not found`]);
-    return { config: parseConfig({}, '(defaults)', options.env), source: null };
+    return { config: parseConfig({}, '(defaults)', options.env), source: null, warnings: [] };
   }
   const text = readFileSync(path, 'utf8');
   if (text.trim() === '') {
@@ -214,5 +279,6 @@ export function loadConfig(path: string, options: { required?: boolean; env?: No
   if (doc.errors.length > 0) {
     throw new ConfigError(path, doc.errors.map((e) => `(yaml): ${e.message.split('\n')[0]}`));
   }
-  return { config: parseConfig(doc.toJS(), path, options.env), source: path };
+  const { config, warnings } = parseConfigWithWarnings(doc.toJS(), path, options.env, options);
+  return { config, source: path, warnings };
 }

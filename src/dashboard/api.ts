@@ -129,7 +129,7 @@ export interface UsageResult {
   totals: UsageStats;
   from: string;
   to: string;
-  bucket: 'hour' | 'day';
+  bucket: 'minute' | 'hour' | 'day';
   group_by: string | null;
 }
 
@@ -171,6 +171,8 @@ export interface Generation {
   endpoint: string | null;
   upstream_model: string | null;
   status: 'success' | 'error' | 'cancelled' | string;
+  /** An error that is the client's own (invalid, over a limit, unknown model): shown as `refused`. */
+  refused?: boolean;
   error_code: string | null;
   error_message: string | null;
   http_status: number | null;

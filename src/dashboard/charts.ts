@@ -29,7 +29,7 @@ export interface BarChartSpec {
 /** A card holding a stacked bar chart. Call `destroy` when the page goes away. */
 export function barChart(spec: BarChartSpec): { el: HTMLElement; destroy: () => void } {
   const canvas = h('canvas', { role: 'img', 'aria-label': spec.title });
-  const el = h('section', { class: 'card chart-card', 'data-chart': spec.name }, h('h3', null, spec.title), h('div', { class: 'chart-box' }, canvas));
+  const el = h('section', { class: 'card chart-card', 'data-chart': spec.name, 'data-buckets': spec.labels.length }, h('h3', null, spec.title), h('div', { class: 'chart-box' }, canvas));
   const datasets: ChartDataset<'bar', number[]>[] = spec.series.map((s, i) => ({
     label: s.label,
     data: s.values,

@@ -108,8 +108,8 @@ export function clockTime(iso: string): string {
 }
 
 /** A chart bucket label. */
-export function bucketLabel(ms: number, bucket: 'hour' | 'day'): string {
-  return (bucket === 'hour' ? hourFormat : dayFormat).format(new Date(ms));
+export function bucketLabel(ms: number, bucket: 'minute' | 'hour' | 'day'): string {
+  return (bucket === 'day' ? dayFormat : hourFormat).format(new Date(ms));
 }
 
 const pad = (n: number) => String(n).padStart(2, '0');

@@ -6,7 +6,7 @@ import { keysPage } from './pages/keys';
 import { modelPage, modelsPage } from './pages/models';
 import { requestsPage } from './pages/requests';
 import { usagePage } from './pages/usage';
-import { errorBox, isAdmin, loading, type Page, type PageContext } from './ui';
+import { errorBox, isAdmin, LIVE_INTERVAL_MS, loading, type Page, type PageContext } from './ui';
 
 const app = document.getElementById('app')!;
 
@@ -39,6 +39,57 @@ function resolve(hash: string): { route: Route; rest: string[]; params: URLSearc
 }
 
 let me: KeyInfo | null = null;
+
+// ---- live updates: one refresher per page visit, paused by the top bar's control ----
+const LIVE_STORAGE = 'opinference.live';
+let liveOn = sessionStorage.getItem(LIVE_STORAGE) !== 'paused';
+let liveRefresh: (() => Promise<void>) | null = null;
+let liveBusy = false;
+let liveTimer: ReturnType<typeof setInterval> | null = null;
+
+/** One refresh, unless paused, hidden (no requests from a background tab) or one is running. */
+function liveTick(): void {
+  const fn = liveRefresh;
+  if (!fn || !liveOn || document.visibilityState !== 'visible' || liveBusy) return;
+  liveBusy = true;
+  void fn()
+    .catch(() => {}) // a failed refresh keeps what is shown; the next tick tries again
+    .finally(() => {
+      liveBusy = false;
+    });
+}
+
+function setLive(fn: (() => Promise<void>) | null): void {
+  liveRefresh = fn;
+  liveBusy = false;
+  if (liveTimer) clearInterval(liveTimer);
+  liveTimer = fn ? setInterval(liveTick, LIVE_INTERVAL_MS) : null;
+}
+
+document.addEventListener('visibilitychange', () => {
+  if (document.visibilityState === 'visible') liveTick(); // catch up at once on return
+});
+
+function liveControl(): HTMLElement {
+  const label = h('span', { class: 'live-label' });
+  const button = h('button', { type: 'button', class: 'btn btn-ghost live-toggle', id: 'live-toggle' });
+  const show = () => {
+    label.textContent = liveOn ? 'Live' : 'Paused';
+    button.textContent = liveOn ? 'Pause' : 'Resume';
+    button.setAttribute('aria-pressed', String(!liveOn));
+    button.title = liveOn ? `Pages refresh every ${LIVE_INTERVAL_MS / 1000} s; pause to keep what is shown` : 'Live updates are paused';
+    wrap.dataset.live = liveOn ? 'on' : 'paused';
+  };
+  const wrap = h('div', { class: 'live', id: 'live' }, h('span', { class: 'live-dot', 'aria-hidden': 'true' }), label, button);
+  button.addEventListener('click', () => {
+    liveOn = !liveOn;
+    sessionStorage.setItem(LIVE_STORAGE, liveOn ? 'on' : 'paused');
+    show();
+    if (liveOn) liveTick();
+  });
+  show();
+  return wrap;
+}
 const leaving: (() => void)[] = [];
 let main: HTMLElement | null = null;
 
@@ -57,6 +108,7 @@ function navigate(routeText: string, options: { replace?: boolean } = {}): void 
 function signOut(message?: string): void {
   session.clear();
   me = null;
+  setLive(null);
   for (const fn of leaving.splice(0)) fn();
   showSignIn(message);
 }
@@ -115,6 +167,7 @@ function showApp(): void {
       h(
         'div',
         { class: 'who' },
+        liveControl(),
         h('span', { class: 'who-name', title: me.id }, me.name),
         admin ? h('span', { class: 'badge badge-admin' }, 'admin') : null,
         h('button', { type: 'button', class: 'btn btn-ghost', id: 'signout', onclick: () => signOut() }, 'Sign out'),
@@ -130,6 +183,7 @@ let renderCount = 0;
 async function render(): Promise<void> {
   if (!me || !main) return;
   const n = ++renderCount;
+  setLive(null);
   for (const fn of leaving.splice(0)) fn();
   const resolved = resolve(location.hash);
   for (const a of document.querySelectorAll<HTMLAnchorElement>('.nav a')) a.classList.toggle('active', a.dataset.nav === resolved?.route.nav);
@@ -148,6 +202,9 @@ async function render(): Promise<void> {
     onLeave: (fn) => {
       if (n === renderCount) leaving.push(fn);
       else fn();
+    },
+    live: (fn) => {
+      if (n === renderCount) setLive(fn);
     },
   };
   try {

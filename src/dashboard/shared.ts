@@ -120,3 +120,32 @@ export function rangeControls(r: TimeRange, allowAll: boolean): { el: HTMLElemen
   );
   return { el, range, from, to };
 }
+
+/**
+ * The filter controls the Usage and Requests pages share, the same on both: model (the
+ * catalog, as a select), provider, key (admin only) and tag, in that order.
+ */
+export function commonFilters(me: KeyInfo, values: { model: string; provider: string; key_id: string; tag: string }): HTMLElement[] {
+  const modelSelect = select('model', [['', 'All models']], values.model);
+  if (values.model) modelSelect.append(h('option', { value: values.model, selected: true }, values.model));
+  void catalog()
+    .then((models) => {
+      for (const m of models) if (m.id !== values.model) modelSelect.append(h('option', { value: m.id }, m.id));
+    })
+    .catch(() => {});
+  const keySelect = me.is_admin ? select('key_id', [['', 'All keys'], ['admin', 'admin key']], values.key_id) : null;
+  if (keySelect) {
+    void allKeys()
+      .then((keys) => {
+        for (const k of keys) keySelect.append(h('option', { value: k.id, selected: k.id === values.key_id }, `${k.name} (${k.id})`));
+      })
+      .catch(() => {});
+  }
+  const field = (label: string, control: HTMLElement) => h('label', { class: 'field' }, h('span', { class: 'field-label' }, label), control);
+  return [
+    field('Model', modelSelect),
+    field('Provider', h('input', { name: 'provider', value: values.provider, placeholder: 'any' })),
+    ...(keySelect ? [field('Key', keySelect)] : []),
+    field('Tag', h('input', { name: 'tag', value: values.tag, placeholder: 'any' })),
+  ];
+}

@@ -14,7 +14,16 @@ export interface PageContext {
   navigate(route: string, options?: { replace?: boolean }): void;
   /** Run when the page is left (charts, timers). */
   onLeave(fn: () => void): void;
+  /**
+   * Live updates: `refresh` runs every {@link LIVE_INTERVAL_MS} while the page is shown, live
+   * updates are on (the top bar's pause control) and the tab is visible; never two at once.
+   * It should fetch quietly and change the page only when the data changed (no spinner).
+   */
+  live(refresh: () => Promise<void>): void;
 }
+
+/** How often a live page asks the gateway again (ms). */
+export const LIVE_INTERVAL_MS = 3_000;
 
 export type Page = (root: HTMLElement, ctx: PageContext) => void | Promise<void>;
 
@@ -61,7 +70,7 @@ export function empty(text: Child): HTMLElement {
   return h('div', { class: 'empty' }, text);
 }
 
-const STATUS_CLASS: Record<string, string> = { success: 'ok', error: 'bad', cancelled: 'warn', active: 'ok', disabled: 'muted', expired: 'bad', healthy: 'ok', down: 'bad', probing: 'warn', cooling: 'warn' };
+const STATUS_CLASS: Record<string, string> = { success: 'ok', error: 'bad', refused: 'refused', cancelled: 'warn', active: 'ok', disabled: 'muted', expired: 'bad', healthy: 'ok', down: 'bad', probing: 'warn', cooling: 'warn' };
 
 export function badge(text: string, kind?: string): HTMLElement {
   return h('span', { class: `badge badge-${kind ?? STATUS_CLASS[text] ?? 'muted'}` }, text);

@@ -1,8 +1,13 @@
 import { sql, type CompiledQuery, type Expression, type ExpressionBuilder, type Kysely, type SelectQueryBuilder, type SqlBool } from 'kysely';
+import { REFUSAL_CODES } from './refusal.js';
 import type { Database, GenerationTagsTable, GenerationsTable } from './schema.js';
 
-/** Generation statuses a search can filter on. */
-export const GENERATION_STATUSES = ['success', 'error', 'cancelled'] as const;
+/**
+ * Generation statuses a search can filter on. `refused` and `error` split the stored status
+ * `error` as the usage counters do ({@link isRefusal}): `refused` is the client's own problem
+ * with no provider answering (invalid, over a limit, unknown model), `error` every other error.
+ */
+export const GENERATION_STATUSES = ['success', 'error', 'refused', 'cancelled'] as const;
 export type GenerationStatus = (typeof GENERATION_STATUSES)[number];
 
 /** Filters of a generation search. Times are unix ms; `from` inclusive, `to` exclusive. */
@@ -107,7 +112,8 @@ function driverColumn(d: Exclude<Driver, 'created' | 'model'>): string {
 }
 
 function driverValue(q: SearchQuery, d: Exclude<Driver, 'created' | 'model'>): string | null {
-  return { session: q.session, status: q.status, tag: q.tag, provider: q.provider, key: q.keyId }[d]!;
+  // `refused` rows are stored as `error` (the status index holds them there).
+  return { session: q.session, status: q.status === 'refused' ? 'error' : q.status, tag: q.tag, provider: q.provider, key: q.keyId }[d]!;
 }
 
 /** `col = value`, or `col is null` for a null value (the admin key's rows). */
@@ -175,7 +181,12 @@ function pageQuery(db: Kysely<Database>, q: SearchQuery, cursor: Cursor | null, 
       conds.push(driver === d ? eb(sql.ref(col), '=', value) : unindexed(eb, col, value));
     };
     on('session', 'g.session', q.session);
-    on('status', 'g.status', q.status);
+    on('status', 'g.status', q.status === 'refused' ? 'error' : q.status);
+    if (q.status === 'error' || q.status === 'refused') {
+      // The refusal test of isRefusal (no provider, a refusal code); coalesce keeps NULL out of NOT.
+      const refusal = eb.and([eb(sql.ref('g.provider'), 'is', null), eb(sql<string>`coalesce(${sql.ref('g.error_code')}, '')`, 'in', REFUSAL_CODES)]);
+      conds.push(q.status === 'refused' ? refusal : eb.not(refusal));
+    }
     on('provider', 'g.provider', q.provider);
     if (q.keyId !== undefined) {
       // generation_tags carries the key too, so a tag walk skips other keys' rows without a join.

@@ -6,10 +6,15 @@ import { isRefusal } from './refusal.js';
 import { LATENCY_BUCKETS_MS, type Database, type GenerationsTable } from './schema.js';
 import { latencyBucket, ROLLUP_TIME_COLUMN, type RollupTable } from './usage-rollup.js';
 
+export const MINUTE_MS = 60_000;
 export const HOUR_MS = 3_600_000;
 export const DAY_MS = 24 * HOUR_MS;
 
-export const USAGE_BUCKETS = ['hour', 'day'] as const;
+/**
+ * Bucket sizes. `minute` (ranges up to 6 hours) is read from `generations` through its time
+ * index, the rollups being hourly: for charts of fresh traffic, where an hour is one bar.
+ */
+export const USAGE_BUCKETS = ['minute', 'hour', 'day'] as const;
 export type UsageBucket = (typeof USAGE_BUCKETS)[number];
 export const USAGE_GROUPS = ['model', 'provider', 'key', 'tag', 'session'] as const;
 export type UsageGroupBy = (typeof USAGE_GROUPS)[number] | null;
@@ -23,7 +28,7 @@ export const TOP_SESSIONS = 100;
  * query still answers in well under 100 ms at a million generations a month; day buckets read
  * the daily rollups.
  */
-export const USAGE_MAX_RANGE_DAYS: Readonly<Record<UsageBucket, number>> = { hour: 7, day: 400 };
+export const USAGE_MAX_RANGE_DAYS: Readonly<Record<UsageBucket, number>> = { minute: 0.25, hour: 7, day: 400 };
 
 /** A usage query. Times are unix ms; see {@link queryUsage} for how they are aligned. */
 export interface UsageQuery {
@@ -335,7 +340,7 @@ async function readTotals(db: Kysely<Database>, q: UsageQuery, tagged: boolean, 
 }
 
 const bucketStart = (ms: number, bucket: UsageBucket): number => {
-  const size = bucket === 'day' ? DAY_MS : HOUR_MS;
+  const size = bucket === 'day' ? DAY_MS : bucket === 'minute' ? MINUTE_MS : HOUR_MS;
   return Math.floor(ms / size) * size;
 };
 
@@ -468,12 +473,61 @@ async function sessionRows(db: Kysely<Database>, q: UsageQuery): Promise<Acc[]> 
 }
 
 /**
+ * Minute buckets: the range's generations (at most {@link USAGE_MAX_RANGE_DAYS}.minute long)
+ * read through the time index (or a filter's) and summed per (minute, group). A generation
+ * with several tags is in each of its tags' groups and once in the totals, as with the rollups.
+ */
+async function minuteRows(db: Kysely<Database>, q: UsageQuery): Promise<{ groups: Acc[]; totals: Acc }> {
+  const rows = (await db
+    .selectFrom('generations')
+    .select(['session', 'created_at', 'status', 'error_code', 'provider', 'prompt_tokens', 'completion_tokens', 'reasoning_tokens', 'cached_tokens', 'latency_ms', 'ttft_ms', 'served_model', 'requested_model', 'key_id', 'tags'])
+    .select(sql<string>`cast(cost_pico as text)`.as('cost'))
+    .where(sessionFilters(q, 'top'))
+    .execute()) as (SessionRead & { served_model: string | null; requested_model: string; key_id: string | null; tags: string })[];
+  const groups = new Map<string, Acc>();
+  const totals = new Acc();
+  for (const r of rows) {
+    const b = bucketStart(Number(r.created_at), 'minute');
+    let names: (string | null)[];
+    switch (q.groupBy) {
+      case 'model':
+        names = [r.served_model ?? r.requested_model];
+        break;
+      case 'provider':
+        names = [r.provider];
+        break;
+      case 'key':
+        names = [r.key_id];
+        break;
+      case 'session':
+        names = r.session === null ? [] : [r.session];
+        break;
+      case 'tag': {
+        const tags = JSON.parse(r.tags) as string[];
+        names = q.tag !== undefined ? [q.tag] : tags.length ? tags : [null];
+        break;
+      }
+      default:
+        names = [null];
+    }
+    for (const g of names) {
+      const id = `${b}\u0000${g ?? ''}`;
+      let a = groups.get(id);
+      if (!a) groups.set(id, (a = new Acc(b, g)));
+      a.addGeneration(r);
+    }
+    totals.addGeneration(r);
+  }
+  return { groups: [...groups.values()], totals };
+}
+
+/**
  * Usage aggregates from the rollups (never a scan of `generations`: `group_by: session` reads
  * the daily session counts, the partial days at the edges through an index, and the chosen
  * sessions' rows).
  *
- * `from` is rounded down to the start of its bucket (hour, or UTC day) and `to` up to the next
- * hour, because rollups are hourly; the response carries the range actually counted. Day
+ * `from` is rounded down to the start of its bucket (minute, hour, or UTC day) and `to` up to
+ * the next hour (minute for minute buckets), because rollups are hourly; the response carries the range actually counted. Day
  * buckets, and the totals of any query, read whole days from the daily rollups and the partial
  * days at the edges from the hourly ones; hour buckets read the hourly rollups. Buckets with no
  * traffic are absent. `totals` counts every generation that matches the filters once (with
@@ -487,11 +541,14 @@ export async function queryUsage(db: Kysely<Database>, query: UsageQuery): Promi
     const hint = query.bucket === 'hour' ? `; use bucket=day for longer ranges (up to ${USAGE_MAX_RANGE_DAYS.day} days)` : '';
     throw new GatewayError('invalid_request', `from: the range is longer than ${maxDays} days, the most for bucket=${query.bucket}${hint}`, { param: 'from' });
   }
-  const q: UsageQuery = { ...query, from: bucketStart(query.from, query.bucket), to: Math.ceil(query.to / HOUR_MS) * HOUR_MS };
+  const unit = query.bucket === 'minute' ? MINUTE_MS : HOUR_MS;
+  const q: UsageQuery = { ...query, from: bucketStart(query.from, query.bucket), to: Math.ceil(query.to / unit) * unit };
   const tagged = q.tag !== undefined || q.groupBy === 'tag';
   let groups: Acc[];
   let totals: Acc;
-  if (q.groupBy === 'session') {
+  if (q.bucket === 'minute') {
+    ({ groups, totals } = await minuteRows(db, q));
+  } else if (q.groupBy === 'session') {
     groups = await sessionRows(db, q);
     totals = await readTotals(db, q, tagged, true);
   } else {

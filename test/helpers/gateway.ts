@@ -7,10 +7,13 @@ import { migrate } from '../../src/store/migrations.js';
 import { createTestDatabase } from './test-database.js';
 import type { Telemetry } from '../../src/telemetry/telemetry.js';
 import { randomId } from '../../src/util/ids.js';
+import { gatewayLogStream } from './test-output.js';
 
 /**
  * A gateway running in this process on 127.0.0.1, port 0, with its own database: a SQLite file,
- * or a fresh PostgreSQL schema when `OP_TEST_DATABASE_URL` is set (see test-database.ts).
+ * or a fresh PostgreSQL schema when `OP_TEST_DATABASE_URL` is set (see test-database.ts). Its
+ * logs (level `OP_TEST_LOG_LEVEL`, default info) go to test-artifacts/logs/, printed only when
+ * a test of the file fails (see test-output.ts).
  */
 export interface TestGateway {
   /** `http://127.0.0.1:PORT` */
@@ -65,7 +68,7 @@ export async function startGateway(config: unknown = {}, options: { random?: () 
   const store = database.open();
   await migrate(store.db);
   const adminKey = 'admin-test-key';
-  const gateway = buildGateway({ loaded: { config: parseConfig(withRouting, 'test config'), source: 'test' }, db: store.db, adminKey, logger: false, random: options.random, redisUrl: options.redisUrl, telemetry: options.telemetry, redisPrefix: `op-test:${randomId(12)}:`, purgeIntervalMs: 0 });
+  const gateway = buildGateway({ loaded: { config: parseConfig(withRouting, 'test config'), source: 'test' }, db: store.db, adminKey, logger: { level: process.env.OP_TEST_LOG_LEVEL ?? 'info', stream: gatewayLogStream() }, random: options.random, redisUrl: options.redisUrl, telemetry: options.telemetry, redisPrefix: `op-test:${randomId(12)}:`, purgeIntervalMs: 0 });
   await gateway.app.listen({ port: 0, host: '127.0.0.1' });
   const port = (gateway.app.server.address() as AddressInfo).port;
   const origin = `http://127.0.0.1:${port}`;

@@ -36,6 +36,13 @@ function rateText(k: KeyInfo): string {
 
 const resetWord: Record<string, string> = { daily: 'today', weekly: 'this week', monthly: 'this month', never: 'in total' };
 
+/** The models a key may use: each id as a tag, or "all". */
+function modelsCell(k: KeyInfo): HTMLElement {
+  const ids = k.allowed_models ?? [];
+  if (ids.length === 0) return h('span', { class: 'muted', 'data-allowed-models': '' }, 'all');
+  return h('span', { class: 'tags', 'data-allowed-models': ids.join(',') }, ids.map((id) => h('span', { class: 'tag mono' }, id)));
+}
+
 /** Spend against the credit limit, with a bar. */
 function spend(k: KeyInfo): HTMLElement {
   const used = k.usage ?? '0';
@@ -111,7 +118,7 @@ function ownCard(me: KeyInfo): HTMLElement {
       ['Spent this week', usd(me.usage_weekly)],
       ['Spent this month', usd(me.usage_monthly)],
       ['Spent in total', usd(me.usage_total)],
-      ['Allowed models', me.allowed_models?.length ? me.allowed_models.join(', ') : 'all'],
+      ['Allowed models', modelsCell(me)],
       ['Text retention', retentionText(me.retention)],
       ['Expires', me.expires_at ? dateTime(me.expires_at) : 'never'],
       ['Created', dateTime(me.created_at)],
@@ -126,6 +133,14 @@ export async function keysPage(root: HTMLElement, ctx: PageContext): Promise<voi
     try {
       const me = (await get<{ data: KeyInfo }>('/v1/key')).data;
       replace(root, pageHeader('My key', 'The key you signed in with: its limits and what it has spent.'), ownCard(me));
+      let last = JSON.stringify(me);
+      ctx.live(async () => {
+        const next = (await get<{ data: KeyInfo }>('/v1/key')).data;
+        const text = JSON.stringify(next);
+        if (text === last) return;
+        last = text;
+        root.querySelector('#own-key')?.replaceWith(ownCard(next));
+      });
     } catch (err) {
       replace(root, pageHeader('My key'), errorBox(err));
     }
@@ -218,6 +233,7 @@ export async function keysPage(root: HTMLElement, ctx: PageContext): Promise<voi
       { title: 'Status', cell: (k: KeyInfo) => badge(status(k)) },
       { title: 'Spend', cell: (k: KeyInfo) => spend(k) },
       { title: 'Rate limits', cell: (k: KeyInfo) => h('span', { class: 'nowrap' }, rateText(k)) },
+      { title: 'Models', className: 'col-models', cell: (k: KeyInfo) => modelsCell(k) },
       { title: 'Today', numeric: true, cell: (k: KeyInfo) => usd(k.usage_daily) },
       { title: 'This month', numeric: true, cell: (k: KeyInfo) => usd(k.usage_monthly) },
       { title: 'Total', numeric: true, cell: (k: KeyInfo) => usd(k.usage_total) },
@@ -277,6 +293,16 @@ export async function keysPage(root: HTMLElement, ctx: PageContext): Promise<voi
   }
 
   await loadList();
+  // Live: spend moves with traffic. Not while a key is being edited (that would drop the form).
+  let last = JSON.stringify(await allKeys().catch(() => null));
+  ctx.live(async () => {
+    if (listBox.querySelector('.edit-row') || listBox.contains(document.activeElement)) return;
+    forgetKeys();
+    const text = JSON.stringify(await allKeys());
+    if (text === last) return;
+    last = text;
+    await loadList();
+  });
 }
 
 /** The new key's secret, once, with a copy button. It is never fetched again. */

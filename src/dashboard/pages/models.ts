@@ -26,7 +26,7 @@ export async function modelsPage(root: HTMLElement, _ctx: PageContext): Promise<
           { title: 'Completion', numeric: true, cell: (m) => perMillion(m.pricing.completion) },
           { title: 'Modality', cell: (m) => m.architecture?.modality ?? '—' },
           { title: 'Parameters', cell: (m) => h('span', { class: 'small muted' }, m.supported_parameters.join(', ')) },
-          { title: '', cell: (m) => link(modelRoute(m.id), 'Endpoints →') },
+          { title: '', className: 'nowrap', cell: (m) => link(modelRoute(m.id), 'Endpoints →') },
         ],
         models,
         { rowAttrs: (m) => ({ 'data-model': m.id }) },
@@ -57,7 +57,8 @@ export async function modelPage(root: HTMLElement, ctx: PageContext): Promise<vo
     replace(root, pageHeader(id, null, link('/models', '← Models')), errorBox(err));
     return;
   }
-  const endpoints = table<Endpoint>(
+  const endpointsOf = (m: ModelEndpoints) =>
+    table<Endpoint>(
     [
       { title: 'Provider', cell: (e) => h('div', null, h('strong', null, e.provider_name), h('div', { class: 'muted small' }, e.provider_kind)) },
       { title: 'Upstream model', className: 'mono', cell: (e) => e.upstream_model },
@@ -79,6 +80,19 @@ export async function modelPage(root: HTMLElement, ctx: PageContext): Promise<vo
     m.endpoints,
     { rowAttrs: (e) => ({ 'data-endpoint': e.tag }) },
   );
+  let endpoints = endpointsOf(m);
+  // Live: health, uptime and latency move with traffic.
+  const url = `/v1/models/${ctx.rest.map(encodeURIComponent).join('/')}/endpoints`;
+  let last = JSON.stringify(m.endpoints);
+  ctx.live(async () => {
+    const next = (await get<{ data: ModelEndpoints }>(url)).data;
+    const text = JSON.stringify(next.endpoints);
+    if (text === last) return;
+    last = text;
+    const table = endpointsOf(next);
+    endpoints.replaceWith(table);
+    endpoints = table;
+  });
   replace(
     root,
     pageHeader(m.name, h('span', { class: 'mono' }, m.id), link(route('/requests', { model: m.id }), 'Requests'), link(route('/usage', { model: m.id }), 'Usage'), link('/models', '← Models')),

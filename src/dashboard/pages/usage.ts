@@ -3,8 +3,13 @@
 import { get, type KeyInfo, type UsageResult, type UsageRow, type UsageStats } from '../api';
 import { barChart, type Series } from '../charts';
 import { field, h, labelled, replace, select } from '../dom';
+
+type Bucket = 'minute' | 'hour' | 'day';
+const MINUTE = 60_000;
+/** Longest span of minute bars (the usage API's limit for bucket=minute). */
+const MINUTE_SPAN = 6 * 3_600_000;
 import { bucketLabel, fromLocalInput, int, ms, pct, shortId, usd, usdNumber, usdRounded } from '../format';
-import { allKeys, catalog, keyNames, rangeControls, readRange } from '../shared';
+import { commonFilters, forgetKeys, keyNames, rangeControls, readRange } from '../shared';
 import { empty, errorBox, isAdmin, link, loading, pageHeader, route, stat, table, type PageContext } from '../ui';
 
 const HOUR = 3_600_000;
@@ -61,21 +66,38 @@ function addUsd(a: string, b: string): string {
   return `${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
 }
 
+/**
+ * The bucket that fits the data: the span from the first to the last bucket with traffic (of
+ * a first read by hour, or by day past 7 days) decides. Up to 6 hours of traffic is drawn by
+ * minute, up to 3 days by hour, longer by day; the chart then starts at the first traffic.
+ */
+function fitBucket(result: UsageResult): { bucket: Bucket; from: number } | null {
+  if (result.data.length === 0) return null;
+  const size = result.bucket === 'day' ? DAY : HOUR;
+  const first = Math.min(...result.data.map((r) => Date.parse(r.bucket)));
+  const last = Math.max(...result.data.map((r) => Date.parse(r.bucket))) + size;
+  const span = last - first;
+  if (span <= MINUTE_SPAN) return { bucket: 'minute', from: first };
+  if (span <= 3 * DAY) return { bucket: 'hour', from: first };
+  return { bucket: 'day', from: first };
+}
+
 export async function usagePage(root: HTMLElement, ctx: PageContext): Promise<void> {
   const admin = isAdmin(ctx.me);
   const p = ctx.params;
-  const r = readRange(p, '7d');
-  const to = r.to ?? Date.now();
-  const from = r.from ?? to - 7 * DAY;
   const bucketParam = p.get('bucket') ?? 'auto';
-  const bucket: 'hour' | 'day' = bucketParam === 'hour' || bucketParam === 'day' ? bucketParam : to - from <= 3 * DAY ? 'hour' : 'day';
   const groupBy = (['model', 'provider', 'key', 'tag', 'session'].includes(p.get('group_by') ?? '') ? p.get('group_by') : '') as GroupBy;
   const filters = { model: p.get('model') ?? '', provider: p.get('provider') ?? '', key_id: p.get('key_id') ?? '', tag: p.get('tag') ?? '' };
+  /** The range now (a quick range moves with the clock). */
+  const span = () => {
+    const r = readRange(p, '7d');
+    const to = r.to ?? Date.now();
+    return { r, to, from: r.from ?? to - 7 * DAY };
+  };
+  const first = span();
 
-  // ---- controls ----
-  const controls = rangeControls({ ...r, from, to }, false);
-  const modelSelect = select('model', [['', 'All models']], filters.model);
-  const keySelect = admin ? select('key_id', [['', 'All keys'], ['admin', 'admin key']], filters.key_id) : null;
+  // ---- controls (the Requests page's, then the chart's) ----
+  const controls = rangeControls({ ...first.r, from: first.from, to: first.to }, false);
   const groupOptions: [string, string][] = [['', 'Nothing'], ['model', 'Model'], ['provider', 'Provider']];
   if (admin) groupOptions.push(['key', 'Key']);
   groupOptions.push(['tag', 'Tag'], ['session', 'Session']);
@@ -83,12 +105,9 @@ export async function usagePage(root: HTMLElement, ctx: PageContext): Promise<vo
     'form',
     { class: 'filters card', id: 'usage-filters' },
     controls.el,
-    labelled('Bucket', select('bucket', [['auto', 'Auto'], ['hour', 'Hour'], ['day', 'Day (UTC)']], bucketParam)),
+    commonFilters(ctx.me, filters),
     labelled('Break down by', select('group_by', groupOptions, groupBy)),
-    labelled('Model', modelSelect),
-    labelled('Provider', h('input', { name: 'provider', value: filters.provider, placeholder: 'any' })),
-    keySelect ? labelled('Key', keySelect) : null,
-    labelled('Tag', h('input', { name: 'tag', value: filters.tag, placeholder: 'any' })),
+    labelled('Bucket', select('bucket', [['auto', 'Auto (fits the data)'], ['minute', 'Minute'], ['hour', 'Hour'], ['day', 'Day (UTC)']], bucketParam)),
     h('div', { class: 'filter-actions' }, h('button', { type: 'submit', class: 'btn btn-primary' }, 'Apply'), h('button', { type: 'button', class: 'btn btn-ghost', onclick: () => ctx.navigate('/usage') }, 'Reset')),
   );
   form.addEventListener('submit', (ev) => {
@@ -113,40 +132,51 @@ export async function usagePage(root: HTMLElement, ctx: PageContext): Promise<vo
   const body = h('div', { class: 'usage-body stack' }, loading('Loading usage…'));
   replace(root, pageHeader('Usage', admin ? 'Spend, tokens, requests and errors of every key.' : `Spend, tokens, requests and errors of ${ctx.me.name}.`), form, body);
 
-  void catalog()
-    .then((models) => {
-      for (const m of models) modelSelect.append(h('option', { value: m.id, selected: m.id === filters.model }, m.id));
-    })
-    .catch(() => {});
-  if (keySelect) {
-    void allKeys()
-      .then((keys) => {
-        for (const k of keys) keySelect.append(h('option', { value: k.id, selected: k.id === filters.key_id }, `${k.name} (${k.id})`));
-      })
-      .catch(() => {});
-  }
+  /** The totals of the whole range, and the chart's read in the bucket that fits (see {@link fitBucket}). */
+  const read = async (): Promise<{ totals: UsageResult; chart: UsageResult }> => {
+    const { from, to } = span();
+    const ask = (b: Bucket, f: number) =>
+      get<UsageResult>('/v1/usage', { from: new Date(f).toISOString(), to: new Date(to).toISOString(), bucket: b, group_by: groupBy || undefined, ...filters });
+    if (bucketParam === 'minute' || bucketParam === 'hour' || bucketParam === 'day') {
+      const minuteFrom = bucketParam === 'minute' ? Math.max(from, to - MINUTE_SPAN) : from;
+      const totals = await ask(bucketParam === 'minute' ? (to - from <= 7 * DAY ? 'hour' : 'day') : bucketParam, from);
+      return { totals, chart: bucketParam === 'minute' ? await ask('minute', minuteFrom) : totals };
+    }
+    const totals = await ask(to - from <= 7 * DAY ? 'hour' : 'day', from);
+    const fit = fitBucket(totals);
+    if (!fit || fit.bucket === totals.bucket) return { totals, chart: totals };
+    return { totals, chart: await ask(fit.bucket, Math.max(fit.from, from)) };
+  };
 
-  let result: UsageResult;
+  let shown: { totals: UsageResult; chart: UsageResult };
   let names: Map<string, string>;
   try {
-    [result, names] = await Promise.all([
-      get<UsageResult>('/v1/usage', {
-        from: new Date(from).toISOString(),
-        to: new Date(to).toISOString(),
-        bucket,
-        group_by: groupBy || undefined,
-        ...filters,
-      }),
-      keyNames(ctx.me),
-    ]);
+    [shown, names] = await Promise.all([read(), keyNames(ctx.me)]);
   } catch (err) {
     replace(body, errorBox(err, 'Usage could not be loaded:'));
     return;
   }
-  renderUsage(body, ctx, result, groupBy, names, ctx.me);
+  /** What the page shows of a read: a new render only when one of these changed. */
+  const signature = (x: typeof shown) => JSON.stringify([x.totals.totals, x.totals.data, x.chart.bucket, x.chart.data]);
+  let last = signature(shown);
+  let leaveCharts = renderUsage(body, shown.totals, shown.chart, groupBy, names, ctx.me);
+  ctx.onLeave(() => leaveCharts());
+  ctx.live(async () => {
+    const next = await read();
+    const sig = signature(next);
+    if (sig === last) return;
+    last = sig;
+    if (groupBy === 'key' && next.totals.data.some((r) => r.group !== null && !names.has(r.group))) {
+      forgetKeys();
+      names = await keyNames(ctx.me);
+    }
+    leaveCharts();
+    leaveCharts = renderUsage(body, next.totals, next.chart, groupBy, names, ctx.me);
+  });
 }
 
-function renderUsage(body: HTMLElement, ctx: PageContext, result: UsageResult, groupBy: GroupBy, names: Map<string, string>, me: KeyInfo): void {
+/** Render the cards, charts and breakdown; returns what tears the charts down. */
+function renderUsage(body: HTMLElement, result: UsageResult, chart: UsageResult, groupBy: GroupBy, names: Map<string, string>, me: KeyInfo): () => void {
   const t: UsageStats = result.totals;
   const tokens = t.prompt_tokens + t.completion_tokens;
   const cards = h(
@@ -161,14 +191,15 @@ function renderUsage(body: HTMLElement, ctx: PageContext, result: UsageResult, g
     stat('ttft', 'First token p50', ms(t.ttft_ms?.p50), t.ttft_ms ? `p90 ${ms(t.ttft_ms.p90)} · p99 ${ms(t.ttft_ms.p99)}` : null),
   );
   if (t.requests === 0 && result.data.length === 0) {
-    replace(body, cards, empty('No requests in this range. Send one through the gateway and it shows up here within a second or two.'));
-    return;
+    replace(body, cards, empty('No requests in this range. Send one through the gateway and it shows up here within a few seconds (the page refreshes while Live is on).'));
+    return () => {};
   }
 
   // ---- series: every bucket of the range, the top groups by spend (then requests) ----
-  const step = result.bucket === 'day' ? DAY : HOUR;
-  const start = Date.parse(result.from);
-  const end = Date.parse(result.to);
+  const step = chart.bucket === 'day' ? DAY : chart.bucket === 'minute' ? MINUTE : HOUR;
+  // A read refitted to the data (a finer bucket) starts at its first bar with traffic.
+  const start = chart !== result && chart.data.length ? Math.min(...chart.data.map((r) => Date.parse(r.bucket))) : Date.parse(chart.from);
+  const end = Date.parse(chart.to);
   const buckets: number[] = [];
   for (let b = start; b < end && buckets.length < 2000; b += step) buckets.push(b);
   const index = new Map(buckets.map((b, i) => [b, i]));
@@ -197,7 +228,7 @@ function renderUsage(body: HTMLElement, ctx: PageContext, result: UsageResult, g
     const out = new Map<string, Series>();
     for (const g of drawn) out.set(keyOf(g.group), { label: groupBy ? g.name : 'All', values: new Array<number>(buckets.length).fill(0) });
     if (hasOther) out.set('\u0001other', { label: 'other', values: new Array<number>(buckets.length).fill(0) });
-    for (const row of result.data) {
+    for (const row of chart.data) {
       const i = index.get(Date.parse(row.bucket));
       if (i === undefined) continue;
       const s = out.get(drawnKeys.has(keyOf(row.group)) ? keyOf(row.group) : '\u0001other');
@@ -205,14 +236,13 @@ function renderUsage(body: HTMLElement, ctx: PageContext, result: UsageResult, g
     }
     return [...out.values()];
   };
-  const labels = buckets.map((b) => bucketLabel(b, result.bucket));
+  const labels = buckets.map((b) => bucketLabel(b, chart.bucket));
   const charts = [
     barChart({ name: 'spend', title: 'Spend (USD)', labels, series: seriesOf((row) => Number(row.cost)), format: usdNumber }),
     barChart({ name: 'tokens', title: 'Tokens (prompt + completion)', labels, series: seriesOf((row) => row.prompt_tokens + row.completion_tokens), format: (v) => int(v), integer: true }),
     barChart({ name: 'requests', title: 'Requests', labels, series: seriesOf((row) => row.requests), format: (v) => int(v), integer: true }),
     barChart({ name: 'errors', title: 'Errors', labels, series: seriesOf((row) => row.errors), format: (v) => int(v), integer: true }),
   ];
-  ctx.onLeave(() => charts.forEach((c) => c.destroy()));
 
   const breakdown = groupBy
     ? h(
@@ -254,8 +284,9 @@ function renderUsage(body: HTMLElement, ctx: PageContext, result: UsageResult, g
     cards,
     h('div', { class: 'charts' }, charts.map((c) => c.el)),
     breakdown,
-    h('p', { class: 'hint' }, result.bucket === 'day' ? 'Bars are UTC days. ' : 'Bars are hours. ', me.is_admin ? 'Every key is counted.' : 'Only this key is counted.'),
+    h('p', { class: 'hint', id: 'bucket-hint' }, { day: 'Bars are UTC days', hour: 'Bars are hours', minute: 'Bars are minutes' }[chart.bucket], start > Date.parse(result.from) ? ', from the first request in the range. ' : '. ', me.is_admin ? 'Every key is counted.' : 'Only this key is counted.'),
   );
+  return () => charts.forEach((c) => c.destroy());
 }
 
 function dateSpan(result: UsageResult): string {

@@ -7,6 +7,7 @@ import type { RecordedError } from '../../pipeline/generation-draft.js';
 import type { GatewayRuntime } from '../../pipeline/runtime.js';
 import type { Database, GenerationsTable } from '../../store/schema.js';
 import type { ApiKey } from '../../store/keys.js';
+import { isRefusal } from '../../store/refusal.js';
 
 /**
  * Why a generation failed, in words: the message the client got when the record kept it
@@ -32,6 +33,8 @@ export function generationObject(row: GenerationsTable) {
     endpoint: row.endpoint,
     upstream_model: row.upstream_model,
     status: row.status,
+    /** An error that is the client's own (invalid, over a limit, unknown model; no provider answered): counted under `refused`, not `errors`. */
+    refused: isRefusal(row),
     error_code: row.error_code,
     error_message: errorMessageOf(row),
     /** The request field the error is about (`param` of the error the client got). */

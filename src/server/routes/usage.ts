@@ -92,7 +92,8 @@ export function registerUsageRoutes(app: FastifyInstance, _rt: () => GatewayRunt
     const from = time(q, 'from') ?? to - DAY_MS;
     if (from >= to) throw bad('from', 'must be before to');
     if (to - from > MAX_RANGE_DAYS[bucket] * DAY_MS) {
-      throw bad('from', `the range is longer than ${MAX_RANGE_DAYS[bucket]} days, the most for bucket=${bucket}${bucket === 'hour' ? ' (use bucket=day)' : ''}`);
+      const most = bucket === 'minute' ? `${MAX_RANGE_DAYS[bucket] * 24} hours` : `${MAX_RANGE_DAYS[bucket]} days`;
+      throw bad('from', `the range is longer than ${most}, the most for bucket=${bucket}${bucket === 'day' ? '' : ` (use bucket=${bucket === 'minute' ? 'hour' : 'day'})`}`);
     }
     return queryUsage(db, {
       from,
