@@ -152,6 +152,27 @@ export class GenerationWriter {
     }
   }
 
+  /**
+   * Whether a new generation must be refused (`records_unavailable`) because its record could
+   * not be kept: the records waiting plus `inFlight` generations still running (each will add
+   * one) reach `records.max_queued`. Refusing then, rather than dropping the oldest record, keeps
+   * the record of every answer already given.
+   */
+  full(inFlight: number): boolean {
+    return this.queue.length + inFlight >= this.settings.max_queued;
+  }
+
+  /** Seconds until the next write attempt while writes fail (1 when none is scheduled): `Retry-After` of `records_unavailable`. */
+  get retryAfterSeconds(): number {
+    return Math.max(1, Math.ceil(this.retryDelay / 1000));
+  }
+
+  /** Count a record given up on before it was queued (the request refused because the queue is {@link full}). */
+  discard(reason: 'queue_full'): void {
+    this.dropped += 1;
+    this.hooks.dropped?.(1, reason);
+  }
+
   /** A queued (not yet written) record by id. */
   pending(id: string): GenerationsTable | undefined {
     return this.byId.get(id);
