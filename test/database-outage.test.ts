@@ -117,13 +117,14 @@ describe('PostgreSQL goes away and comes back', { skip: privatePostgresMissing }
   });
 
   describe('pg_terminate_backend of every gateway connection', () => {
-    before(() => start('terminated', {}, 1_000));
     after(stop);
 
     test('idle and with requests in flight: every request answers 200 with exactly one record, the purge lease is taken again', async () => {
+      // Started in the test, so that an 'error' event nobody listens to fails this test.
+      await start('terminated', {}, 1_000);
       const key = await createKey(store.db, 'k');
       // The purge's lease (a checked-out connection held for good) and the pool's idle connections.
-      await until('the purge lease is held', async () => (await query("select count(*) as n from pg_locks l join pg_stat_activity a using (pid) where l.locktype = 'advisory' and a.application_name = 'opinference'")).rows[0].n === '1');
+      await until('the purge lease is held', async () => (await query("select count(*) as n from pg_locks l join pg_stat_activity a using (pid) where l.locktype = 'advisory' and a.application_name = 'opinference'")).rows[0]!.n === '1');
       assert.equal((await chat(key.secret)).status, 200);
       const idle = await server.terminate();
       assert.ok(idle >= 2, `${idle} connections terminated while idle`);
@@ -146,7 +147,7 @@ describe('PostgreSQL goes away and comes back', { skip: privatePostgresMissing }
       assert.deepEqual(await recordCounts(answers.map((a) => a.id!)), answers.map(() => 1));
       assert.equal(gateway.runtime().writer.dropped, 0);
       // The lost lease is asked for again by the next purge run and held on a new connection.
-      await until('the purge lease is held again', async () => (await query("select count(*) as n from pg_locks l join pg_stat_activity a using (pid) where l.locktype = 'advisory' and a.application_name = 'opinference'")).rows[0].n === '1');
+      await until('the purge lease is held again', async () => (await query("select count(*) as n from pg_locks l join pg_stat_activity a using (pid) where l.locktype = 'advisory' and a.application_name = 'opinference'")).rows[0]!.n === '1');
       assert.equal(await ready(), 200);
     });
   });
