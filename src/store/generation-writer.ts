@@ -30,7 +30,10 @@ export interface WriterHooks {
 
 /** How the writer flushes (`records.*` of the config). */
 export interface WriterSettings {
-  /** Longest a record waits in memory before its batch is written, in ms. */
+  /**
+   * The window within which each record is committed after it is queued, in ms, while one
+   * batch write takes at most half of it (else: two write durations).
+   */
   flush_interval_ms: number;
   /** `strict`: {@link GenerationWriter.add} returns a promise settled once the record's write was tried. */
   durability: 'batched' | 'strict';
