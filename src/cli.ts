@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { ConfigError, loadConfig, type LoadedConfig } from './config/load.js';
 import { buildGateway } from './server/app.js';
 import { startTelemetry } from './telemetry/telemetry.js';
-import { DEFAULT_DATABASE_URL, openDatabase, parseDatabaseUrl } from './store/database.js';
+import { DEFAULT_DATABASE_URL, isDatabaseUnreachable, openDatabase, parseDatabaseUrl } from './store/database.js';
 import { copyDatabase } from './store/copy-database.js';
 import { createKey, deleteKey, disableKey, listKeys, resolveKeyRef } from './store/keys.js';
 import { buildCatalog, unknownModelIds } from './routing/catalog.js';
@@ -133,6 +133,25 @@ async function announceKeyChange(): Promise<void> {
   }
 }
 
+/**
+ * `serve` at start: migrate, waiting for a database that cannot be reached yet (PostgreSQL
+ * restarting, started after the gateway) with retries 1 s … 10 s apart, each said on stderr, so
+ * that a replica or `--workers` worker started during an outage waits instead of exiting (and
+ * being restarted in a loop). Any other error (a refused login, a failed migration) is thrown.
+ */
+async function migrateWhenReachable(db: ReturnType<typeof openDatabase>['db'], location: string): Promise<void> {
+  for (let delay = 1_000; ; delay = Math.min(delay * 2, 10_000)) {
+    try {
+      await migrate(db);
+      return;
+    } catch (err) {
+      if (!isDatabaseUnreachable(err)) throw err;
+      process.stderr.write(`opinference: the database ${displayLocation(location)} cannot be reached yet (${(err as { code?: string }).code ?? 'error'}); retrying in ${delay / 1000} s: ${(err as Error).message}\n`);
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+}
+
 async function serve(flag: string | undefined, workersFlag?: string): Promise<void> {
   const loaded = readConfig(flag);
   if (!isWorker()) {
@@ -149,7 +168,7 @@ async function serve(flag: string | undefined, workersFlag?: string): Promise<vo
     if (workers > 1) return runPrimary(workers);
   }
   const store = openDatabase(process.env.OP_DATABASE_URL || DEFAULT_DATABASE_URL);
-  await migrate(store.db);
+  await migrateWhenReachable(store.db, store.location);
   const telemetry = await startTelemetry(process.env, loaded.config.telemetry);
   const gateway = buildGateway({
     loaded,

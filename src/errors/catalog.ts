@@ -182,6 +182,14 @@ export const ERROR_CATALOG = define({
     status: 503, kind: 'retryable', scope: 'gateway', type: 'server_error',
     description: '`DELETE /v1/responses/{id}` could not delete the response\'s response-cache entry (Redis, `OP_REDIS_URL`, cannot be reached), so nothing was deleted; retry once Redis answers.',
   },
+  records_unavailable: {
+    status: 503, kind: 'retryable', scope: 'gateway', type: 'server_error',
+    description: 'The database cannot be written and `records.max_queued` generation records already wait in memory: rather than answer without a record, the gateway takes no new generation requests until the database is back; `Retry-After` says when to retry (another replica may take it).',
+  },
+  database_unavailable: {
+    status: 503, kind: 'retryable', scope: 'gateway', type: 'server_error',
+    description: 'The database cannot be reached, and what the request needs was not known without it (a key not seen in the last minutes, a stored response, the usage or key API); `Retry-After` says when to retry. Keys seen lately keep working from their last known state (docs/database.md).',
+  },
   connection_pool_exhausted: {
     status: 503, kind: 'retryable', scope: 'gateway', type: 'server_error',
     description: 'Every local connection slot to the provider (`max_connections`) stayed busy for `timeouts.pool_wait_ms`; the gateway tries the next endpoint first. Not counted against the provider\'s health. Raise `max_connections` if it happens under normal load.',

@@ -20,10 +20,17 @@ export class MemoryLimitStore implements LimitStore {
     let c = this.credits.get(keyId);
     if (!c || c.period !== period) {
       const fresh: Credit = { period, spent: 0n, reserved: 0n };
-      fresh.loading = loadSpent().then((v) => {
-        fresh.spent += v;
-        delete fresh.loading;
-      });
+      fresh.loading = loadSpent().then(
+        (v) => {
+          fresh.spent += v;
+          delete fresh.loading;
+        },
+        (err: unknown) => {
+          // The spend could not be read (the database down): the next request reads it again.
+          if (this.credits.get(keyId) === fresh) this.credits.delete(keyId);
+          throw err;
+        },
+      );
       this.credits.set(keyId, fresh);
       c = fresh;
     }

@@ -6,10 +6,11 @@ import { writeToCache } from './response-cache.js';
  * Keep a finished response for APIs that store responses (Responses' `store`): what the adapter
  * keeps of it, in the database, under the request's retention. Awaited before the client sees
  * the end of the response, so a follow-up (`previous_response_id`, `GET /v1/responses/{id}`)
- * sent as soon as it arrives finds it. A failed write is logged and noted in the record's
- * warnings; the answer still goes out. Live answers and cache hits alike go through it. With
- * the response cache the stored response names its entry (`cache_key`), written to the cache
- * before the response is stored.
+ * sent as soon as it arrives finds it. While the database cannot be written the response waits
+ * in memory and is retried until written (StoredResponseStore); a write refused for good (or
+ * beyond the memory bound) is logged and noted in the record's warnings; the answer still goes
+ * out. Live answers and cache hits alike go through it. With the response cache the stored
+ * response names its entry (`cache_key`), written to the cache before the response is stored.
  */
 export async function keepResponse(a: Pick<Attempt, 'rt' | 'draft' | 'input'>, ingress: GenerationIngress, response: unknown): Promise<void> {
   const { rt, draft, input } = a;

@@ -20,6 +20,8 @@ export class GatewayMetrics {
   readonly inFlight = new Gauge({ name: 'opinference_in_flight_generations', help: 'Generations being served now.', registers: [this.registry] });
   readonly recordsDropped = new Counter({ name: 'opinference_records_dropped_total', help: 'Generation records given up on, by reason (invalid_record, queue_full, shutdown).', labelNames: ['reason'] as const, registers: [this.registry] });
   readonly recordWriteFailures = new Counter({ name: 'opinference_record_write_failures_total', help: 'Failed writes of generation records (each is retried), by error code (e.g. SQLITE_FULL).', labelNames: ['code'] as const, registers: [this.registry] });
+  readonly recordWrite = new Histogram({ name: 'opinference_record_write_seconds', help: 'Duration of each transaction writing a batch of generation records (start to commit).', buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2, 5], registers: [this.registry] });
+  readonly recordsCommitLag = new Histogram({ name: 'opinference_records_commit_lag_seconds', help: 'Per written batch of generation records, how long its oldest record waited from its response to its commit: the window a SIGKILL loses.', buckets: [0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2, 5], registers: [this.registry] });
   readonly recordsClamped = new Counter({ name: 'opinference_records_clamped_total', help: 'Generation records written with implausible usage or cost clamped (usage_clamped).', registers: [this.registry] });
   readonly recordsQueued: Gauge = new Gauge({ name: 'opinference_records_queued', help: 'Generation records waiting to be written.', registers: [this.registry], collect: () => this.writer && this.recordsQueued.set(this.writer.queued) });
   readonly recordsWritable: Gauge = new Gauge({ name: 'opinference_records_writable', help: '1 while generation records can be written, 0 while writes fail or the database file is gone.', registers: [this.registry], collect: () => this.writer && this.recordsWritable.set(this.writer.problem === null ? 1 : 0) });
@@ -38,12 +40,16 @@ export class GatewayMetrics {
     collectDefaultMetrics({ register: this.registry, prefix: 'opinference_' });
   }
 
-  /** Count a record writer's failures, drops and clamps, and report its queue on each scrape. */
+  /** Count a record writer's failures, drops and clamps, time its batches, and report its queue on each scrape. */
   observeWriter(writer: GenerationWriter): void {
     writer.hooks = {
       writeFailed: (code) => this.recordWriteFailures.inc({ code }),
       dropped: (count, reason) => this.recordsDropped.inc({ reason }, count),
       clamped: () => this.recordsClamped.inc(),
+      committed: (writeMs, lagMs) => {
+        this.recordWrite.observe(writeMs / 1000);
+        this.recordsCommitLag.observe(lagMs / 1000);
+      },
     };
     this.writer = writer;
   }

@@ -1,6 +1,7 @@
 import { checkBodyBounds } from '../ingress/body-bounds.js';
 import { PromptSize } from '../accounting/estimate-tokens.js';
-import { toGatewayError, type GatewayError } from '../errors/gateway-error.js';
+import { GatewayError, toGatewayError } from '../errors/gateway-error.js';
+import { gatewayErrorOf } from '../store/database.js';
 import { checkedSession } from '../ingress/gateway-fields.js';
 import type { IngressAdapter, PrepareContext } from '../ingress/types.js';
 import type { ChatRequest, OpOptions } from '../core/chat-types.js';
@@ -32,6 +33,14 @@ export async function serveGeneration(
 ): Promise<void> {
   const model = peek(body, 'model');
   const draft = new GenerationDraft(newGenerationId(), requestId, key.isAdmin ? null : key.id, ingress.api, peek(body, 'stream') === true, typeof model === 'string' ? model.slice(0, 200) : '');
+  // Every answer keeps exactly one record: with the record queue at its bound (the database down
+  // for long), refuse before any work, and keep no record of the refusal (counted as dropped).
+  if (rt.writer.full(rt.inFlight)) {
+    rt.writer.discard('queue_full');
+    const err = new GatewayError('records_unavailable', 'generation records cannot be written (the database is unreachable) and the record queue is full (records.max_queued); retry later', { retryAfterSeconds: rt.writer.retryAfterSeconds });
+    sink.send(err.status, errorHeaders(err, draft.requestId), ingress.errorBody(err, draft.requestId));
+    return;
+  }
   let input: GenerationInput;
   try {
     const server = rt.config.server;
@@ -112,7 +121,8 @@ function peek(body: unknown, field: string): unknown {
 
 /** Refuse a request before any upstream attempt: record it, then send the error envelope. */
 function refuse(rt: GatewayRuntime, draft: GenerationDraft, ingress: IngressAdapter, sink: ClientSink, thrown: unknown): void {
-  const err = toGatewayError(thrown);
+  // A stored response (previous_response_id) or a key's spend read while the database is down: 503, not 500.
+  const err = gatewayErrorOf(thrown);
   draft.fail(err);
   draft.httpStatus = err.status;
   finishGeneration(rt, draft);
@@ -141,7 +151,7 @@ async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: 
   try {
     await runAttempts(rt, input, draft, sink, state, planAttempts(rt, input, prompt), prompt, credit);
   } catch (thrown) {
-    const err: GatewayError = toGatewayError(thrown);
+    const err: GatewayError = gatewayErrorOf(thrown);
     if (err.code === 'internal_error') rt.log.error({ err: thrown, reqId: draft.requestId }, 'internal error');
     if (state.clientGone.aborted || err.code === 'client_closed_request') {
       draft.status = 'cancelled';

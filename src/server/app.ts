@@ -1,7 +1,9 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { LoadedConfig } from '../config/load.js';
-import { GatewayError, toGatewayError } from '../errors/gateway-error.js';
+import { GatewayError } from '../errors/gateway-error.js';
+import { gatewayErrorOf } from '../store/database.js';
+import { describeWriteError } from '../store/record-guard.js';
 import type { GatewayRuntime } from '../pipeline/runtime.js';
 import { UpstreamPools } from '../relay/upstream-client.js';
 import { LiveUpstreamCalls } from '../relay/upstream-exchange.js';
@@ -109,7 +111,8 @@ function fromFastifyError(err: unknown): GatewayError {
       if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
         return new GatewayError('invalid_request', e.message ?? 'bad request', { status: e.statusCode });
       }
-      return toGatewayError(err);
+      // The usage, generation and key APIs while the database is down: 503 database_unavailable.
+      return gatewayErrorOf(err);
   }
 }
 
@@ -158,14 +161,18 @@ export function buildGateway(options: GatewayOptions): Gateway {
     cache: redis ? new RedisResponseCacheStore(redis, cacheBounds, `${redis.prefix}cache:`) : new DatabaseResponseCacheStore(db, cacheBounds),
     shutdown: new AbortController(),
     upstreamCalls: new LiveUpstreamCalls(),
-    responses: new StoredResponseStore(db),
+    responses: new StoredResponseStore(db, app.log),
     async loadSpent(keyId, periodStart) {
+      // A GatewayError (database_unavailable while the database is down), so the Redis limit store does not take it for its own failure.
       const row = await db
         .selectFrom('usage_hourly')
         .select(sql<string | null>`CAST(SUM(cost_pico) AS TEXT)`.as('total'))
         .where('key_id', '=', keyId)
         .where('hour', '>=', periodStart)
-        .executeTakeFirst();
+        .executeTakeFirst()
+        .catch((err: unknown) => {
+          throw gatewayErrorOf(err);
+        });
       return BigInt(row?.total ?? '0');
     },
   };
@@ -238,6 +245,12 @@ export function buildGateway(options: GatewayOptions): Gateway {
     if (local) return reply.code(503).send({ status: 'not ready', reason: local });
     const records = runtime.writer.problem;
     if (records !== null) return reply.code(503).send({ status: 'not ready', reason: records });
+    try {
+      await sql`select 1`.execute(db);
+    } catch (err) {
+      const e = describeWriteError(err);
+      return reply.code(503).send({ status: 'not ready', reason: `the database cannot be reached: ${e.code}: ${e.message}` });
+    }
     if (runtime.catalog.empty) return reply.code(200).send({ status: 'ready', warning: 'no models configured' });
     return { status: 'ready', models: runtime.catalog.models.size };
   });
@@ -272,6 +285,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
       healthSharing.close();
       await app.close();
       await runtime.writer.close();
+      await runtime.responses.close();
       await runtime.pools.close();
       await runtime.limits.close();
       stopGenAiMetrics();

@@ -12,16 +12,40 @@ import { localKeyChanges, type KeyChangeNotifier } from '../store/key-change-not
  */
 export const KEY_CACHE_TTL_MS = 5_000;
 
+/**
+ * How long a key's last looked-up state serves its requests while the database cannot be
+ * reached, in ms (10 minutes, counted from the last successful lookup). A key not looked up
+ * within that time gets `database_unavailable` (503) until the database is back.
+ */
+export const KEY_LAST_KNOWN_MS = 600_000;
+
+/** Most keys (secret hashes) whose last looked-up state is kept; the least recently looked up go first. */
+export const KEY_CACHE_MAX = 10_000;
+
+/**
+ * After a failed lookup, how long lookups answer from the last known state without asking the
+ * database again, in ms: during an outage a request does not wait for a connection attempt.
+ */
+const LOOKUP_RETRY_MS = 1_000;
+
 const ADMIN: ApiKey = {
   id: 'admin', name: 'admin', prefix: 'admin', disabled: false, createdAt: 0, expiresAt: null, isAdmin: true,
   settings: { limit: null, limit_reset: 'never', rate_limit: { requests_per_minute: null, tokens_per_minute: null }, allowed_models: [], retention: null, cache: null },
 };
 
-/** Resolves `Authorization: Bearer` (or `x-api-key`) secrets to keys, with a short cache in front of the database. */
+/**
+ * Resolves `Authorization: Bearer` (or `x-api-key`) secrets to keys, with a short cache in front
+ * of the database. Each lookup's result is kept as the key's last known state (at most
+ * {@link KEY_CACHE_MAX} keys): while the database cannot be reached, a key looked up within
+ * {@link KEY_LAST_KNOWN_MS} is served from it (disabled and expired still refused); a change
+ * notification forgets them all.
+ */
 export class KeyResolver {
   private readonly cache = new Map<string, { key: ApiKey | undefined; at: number }>();
   private readonly hashes = new Map<string, string>();
   private readonly adminHash: Buffer | undefined;
+  /** Date.now() before which lookups do not ask the database (it just failed). */
+  private downUntil = 0;
 
   constructor(private readonly db: Kysely<Database>, adminKey: string | undefined, private readonly changes: KeyChangeNotifier = localKeyChanges) {
     this.adminHash = adminKey ? Buffer.from(hashSecret(adminKey), 'hex') : undefined;
@@ -30,18 +54,38 @@ export class KeyResolver {
 
   /**
    * The key of a request.
-   * @throws GatewayError `missing_api_key` or `invalid_api_key`.
+   * @throws GatewayError `missing_api_key`, `invalid_api_key`, `key_expired`, or
+   * `database_unavailable` (503, retryable) when the database cannot be asked and the key has no
+   * last known state within {@link KEY_LAST_KNOWN_MS}.
    */
   async authenticate(req: FastifyRequest): Promise<ApiKey> {
     const secret = secretOf(req);
     const cached = this.fromCache(secret);
     if (cached) return cached;
     const hash = this.hashOf(secret);
-    const now = Date.now();
-    const entry = { key: await findKeyByHash(this.db, hash), at: now };
-    if (this.cache.size > 10_000) this.cache.clear();
-    this.cache.set(hash, entry);
-    return usable(entry.key, now);
+    let now = Date.now();
+    let key: ApiKey | undefined;
+    let failure: unknown = now < this.downUntil ? new Error('the database could not be reached a moment ago') : undefined;
+    if (failure === undefined) {
+      try {
+        key = await findKeyByHash(this.db, hash);
+      } catch (err) {
+        failure = err;
+        this.downUntil = Date.now() + LOOKUP_RETRY_MS;
+      }
+    }
+    if (failure !== undefined) {
+      now = Date.now();
+      const last = this.cache.get(hash);
+      if (last && now - last.at <= KEY_LAST_KNOWN_MS) return usable(last.key, now);
+      throw new GatewayError('database_unavailable', 'the API key cannot be checked now: the database cannot be reached; retry shortly', { retryAfterSeconds: 1, cause: failure });
+    }
+    now = Date.now();
+    // Most recently looked up last: the oldest entry goes first when the map is full.
+    this.cache.delete(hash);
+    if (this.cache.size >= KEY_CACHE_MAX) this.cache.delete(this.cache.keys().next().value as string);
+    this.cache.set(hash, { key, at: now });
+    return usable(key, now);
   }
 
   /**

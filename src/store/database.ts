@@ -5,6 +5,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
 import { attachSqliteHandle, type DialectName } from './dialect.js';
+import { GatewayError, toGatewayError } from '../errors/gateway-error.js';
 import type { Database } from './schema.js';
 
 /** Default database: an embedded SQLite file under `./data`. */
@@ -161,16 +162,67 @@ export function withSessionDefaults(url: string): string {
   return u.toString();
 }
 
+/** Longest wait for a new PostgreSQL connection, in ms: an unreachable server fails the query instead of hanging it. */
+export const CONNECT_TIMEOUT_MS = 5_000;
+
+/**
+ * A PostgreSQL connection that could not be made, naming the database (never the password) and
+ * keeping the cause's `code` (`ECONNREFUSED`, `57P03` "the database system is starting up",
+ * `28P01` …), so callers tell an outage from a bad query ({@link isDatabaseUnreachable}).
+ */
+export class DatabaseConnectError extends Error {
+  readonly code: string;
+  constructor(location: string, cause: unknown) {
+    const e = cause as { code?: unknown; message?: unknown } | null;
+    super(`database ${location}: ${typeof e?.message === 'string' && e.message ? e.message : String(cause)}`, { cause });
+    this.name = 'DatabaseConnectError';
+    this.code = typeof e?.code === 'string' && e.code ? e.code : 'ECONNECT';
+  }
+}
+
+/**
+ * True when an error says the database server cannot be reached or its connection was lost (the
+ * query itself may be fine; retried later it can succeed): PostgreSQL SQLSTATE classes 08
+ * (connection exception) and 57 (operator intervention: `57P01` terminated by an administrator,
+ * `57P03` starting up or shutting down), `53300` (too many connections), a network error of the
+ * client (`ECONNREFUSED`, `ETIMEDOUT` …), a {@link DatabaseConnectError}, or pg's own messages for
+ * a dead connection. False for SQL errors and for anything SQLite reports.
+ */
+export function isDatabaseUnreachable(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : '';
+  if (/^(08|57)[0-9A-Z]{3}$/.test(code) || code === '53300' || code === 'ECONNECT') return true;
+  if (/^(ECONN|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_)/.test(code)) return true;
+  const message = typeof e?.message === 'string' ? e.message : '';
+  return /Connection terminated|is not queryable|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message);
+}
+
+/**
+ * `thrown` as the error a client gets: `database_unavailable` (503, retryable, `Retry-After: 1`)
+ * when {@link isDatabaseUnreachable}, else {@link toGatewayError} (an unknown error is
+ * `internal_error`).
+ */
+export function gatewayErrorOf(thrown: unknown): GatewayError {
+  if (thrown instanceof GatewayError || !isDatabaseUnreachable(thrown)) return toGatewayError(thrown);
+  return new GatewayError('database_unavailable', 'the database cannot be reached; retry shortly', { retryAfterSeconds: 1, cause: thrown });
+}
+
 function openPostgres(url: string): OpenDatabase {
-  const pool = new pg.Pool({ connectionString: withSessionDefaults(url), types: pgTypes, max: 10, application_name: 'opinference' });
+  const pool = new pg.Pool({ connectionString: withSessionDefaults(url), types: pgTypes, max: 10, application_name: 'opinference', connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   // An idle client losing its connection (server restart, network) is replaced by the pool; without a listener the error would end the process.
   pool.on('error', () => {});
+  // pg-pool listens for errors of idle clients only: a checked-out client (a query running, a
+  // transaction, the retention purge's lease held for hours) whose connection is terminated
+  // (pg_terminate_backend, a restart, a pooler's idle timeout) emits 'error' with no listener,
+  // which would end the process. The query in progress fails with the error itself; a client
+  // that errored is discarded when it is released.
+  pool.on('connect', (client) => client.on('error', () => {}));
   const location = redactDatabaseUrl(url);
-  // A connection that cannot be made says which database it was for (never the password).
+  // A connection that cannot be made says which database it was for (never the password), with the cause's code.
   const named = {
     connect: () =>
       pool.connect().catch((err: unknown) => {
-        throw new Error(`database ${location}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+        throw new DatabaseConnectError(location, err);
       }),
     end: () => pool.end(),
   };

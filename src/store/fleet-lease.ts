@@ -8,7 +8,11 @@ import type { Database } from './schema.js';
  * lease until it closes it or dies.
  */
 export interface FleetLease {
-  /** Whether this process holds the lease now (taking it when free). Never throws. */
+  /**
+   * Whether this process holds the lease now (taking it when free; a lease whose connection was
+   * lost is taken again). False when another process holds it.
+   * @throws the database's error when the database cannot be asked (the caller retries later).
+   */
   holds(): Promise<boolean>;
   /** Give the lease up (at shutdown). */
   close(): Promise<void>;
@@ -27,7 +31,9 @@ interface Held {
  * PostgreSQL: a session advisory lock (`pg_try_advisory_lock`, keyed by job name and schema),
  * held on one pooled connection for as long as the process lives. It is released when the
  * holder closes the lease or when its connection ends (a crashed replica), and the next
- * replica whose timer fires takes it over. The holder checks its connection before each run.
+ * replica whose timer fires takes it over. The holder checks its connection before each run;
+ * a connection that was terminated (`pg_terminate_backend`, a restart: its 'error' event is
+ * listened to by the pool, see database.ts) is given back and the lease asked for again.
  */
 class PostgresLease implements FleetLease {
   private held: Held | undefined;
@@ -49,7 +55,7 @@ class PostgresLease implements FleetLease {
         this.held = undefined;
       }
     }
-    return new Promise<boolean>((resolve) => {
+    return new Promise<boolean>((resolve, reject) => {
       let release = () => {};
       const gate = new Promise<void>((r) => (release = r));
       const done = this.db
@@ -63,9 +69,9 @@ class PostgresLease implements FleetLease {
           await gate;
           await sql`select pg_advisory_unlock(${this.lockKey})`.execute(conn).catch(() => {});
         })
-        .catch(() => {
-          this.held = undefined;
-          resolve(false);
+        .catch((err: unknown) => {
+          if (this.held?.done === done) this.held = undefined;
+          reject(err); // no effect once resolved (the lock was taken, the unlock failed with the connection)
         });
     });
   }

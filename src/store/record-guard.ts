@@ -1,5 +1,6 @@
 import { boundTokens, MAX_USAGE_TOKENS, USAGE_CLAMPED } from '../accounting/usage-bounds.js';
 import type { GenerationsTable } from './schema.js';
+import { isDatabaseUnreachable } from './database.js';
 
 /**
  * Guards of the record writer: keep every row inside what its columns hold, reduce a row the
@@ -136,12 +137,12 @@ export function isEnvironmentError(err: unknown): boolean {
   const code = typeof e?.code === 'string' ? e.code : '';
   // SQLite result codes (better-sqlite3 names them; extended codes share the prefix).
   if (/^SQLITE_(FULL|IOERR|READONLY|BUSY|LOCKED|CANTOPEN|NOMEM|CORRUPT|NOTADB|PERM|PROTOCOL|AUTH)/.test(code)) return true;
-  // PostgreSQL SQLSTATE classes: 08 connection, 53 insufficient resources (53100 disk full), 57 operator intervention, 58 system error.
-  if (/^(08|53|57|58)[0-9A-Z]{3}$/.test(code)) return true;
-  // Network errors of a database client.
-  if (/^(ECONN|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_)/.test(code)) return true;
+  // A PostgreSQL server that cannot be reached or dropped the connection (an outage, not a bad row).
+  if (isDatabaseUnreachable(err)) return true;
+  // PostgreSQL SQLSTATE classes: 53 insufficient resources (53100 disk full), 58 system error.
+  if (/^(53|58)[0-9A-Z]{3}$/.test(code)) return true;
   const message = typeof e?.message === 'string' ? e.message : '';
   // "cannot rollback": SQLite already rolled the transaction back itself, which it does only on
   // a full disk, an I/O error, a busy database or no memory (e.g. when the COMMIT failed).
-  return /database connection is not open|driver has already been destroyed|Connection terminated|cannot rollback - no transaction is active/i.test(message);
+  return /database connection is not open|driver has already been destroyed|cannot rollback - no transaction is active/i.test(message);
 }

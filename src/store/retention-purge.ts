@@ -43,16 +43,35 @@ export async function purgeExpiredContent(db: Kysely<Database>, now: number = Da
   return purged;
 }
 
+/** First delay before a failed purge run (the database unreachable, the lease lost) is tried again, in ms; doubles per failure. */
+export const PURGE_RETRY_MIN_MS = 1_000;
+/** Longest delay between retries of a failing purge, in ms (or the interval, when shorter). */
+export const PURGE_RETRY_MAX_MS = 300_000;
+
 /**
  * Run {@link purgeExpiredContent} and {@link purgeExpiredResponses} (stored Responses API
  * objects) now and every `intervalMs` (the timer does not keep the process alive; runs never
  * overlap). With a `lease`, only the process holding it runs the purge, so replicas sharing a
- * database purge once, not once each. Counts are logged; failures are logged, never thrown.
+ * database purge once, not once each. Counts are logged; failures are logged, never thrown: a
+ * run that failed (the database unreachable, the lease's connection lost) is tried again after
+ * {@link PURGE_RETRY_MIN_MS}, doubling up to {@link PURGE_RETRY_MAX_MS} (at most the interval),
+ * asking for the lease again each time.
  * @returns a function that stops the timer and gives the lease up.
  */
 export function startRetentionPurge(db: Kysely<Database>, log: PurgeLogger, intervalMs: number, lease?: FleetLease): () => Promise<void> {
   let running = false;
   let stopped = false;
+  let retryDelay = PURGE_RETRY_MIN_MS;
+  let retryTimer: NodeJS.Timeout | undefined;
+  const retryLater = () => {
+    if (stopped || intervalMs <= 0 || retryTimer) return;
+    retryTimer = setTimeout(() => {
+      retryTimer = undefined;
+      void run();
+    }, Math.min(retryDelay, intervalMs));
+    retryTimer.unref();
+    retryDelay = Math.min(retryDelay * 2, PURGE_RETRY_MAX_MS);
+  };
   const run = async (): Promise<void> => {
     if (running || stopped) return;
     running = true;
@@ -62,9 +81,11 @@ export function startRetentionPurge(db: Kysely<Database>, log: PurgeLogger, inte
       if (stopped) return;
       const purged = await purgeExpiredContent(db, started);
       const responses = await purgeExpiredResponses(db, started);
+      retryDelay = PURGE_RETRY_MIN_MS;
       if (!stopped) log.info({ purged, responses, ms: Date.now() - started }, 'retention purge');
     } catch (err) {
-      if (!stopped) log.error({ err }, 'retention purge failed');
+      if (!stopped) log.error({ err, retryInMs: Math.min(retryDelay, intervalMs) }, 'retention purge failed; it runs again later');
+      retryLater();
     } finally {
       running = false;
     }
@@ -75,6 +96,7 @@ export function startRetentionPurge(db: Kysely<Database>, log: PurgeLogger, inte
   return async () => {
     stopped = true;
     if (timer) clearInterval(timer);
+    if (retryTimer) clearTimeout(retryTimer);
     await lease?.close();
   };
 }

@@ -22,6 +22,7 @@ import pg from 'pg';
 import { startUpstream, type Upstream } from '../helpers/replay-upstream.js';
 import { createTestDatabase, TEST_DATABASE_URL, type TestDatabase } from '../helpers/test-database.js';
 import { CLI, findExecutable, startNginx, startRedis, startReplica, type Proc } from './fleet.js';
+import { privatePostgresMissing, startPrivatePostgres, type PrivatePostgres } from '../helpers/private-postgres.js';
 
 const missing = [
   !existsSync(CLI) && 'dist/src/cli.js (run npm run build)',
@@ -338,5 +339,179 @@ models:
     const t = usage.json.totals;
     say(`usage totals: ${t.requests} requests, ${t.prompt_tokens} + ${t.completion_tokens} tokens, USD ${t.cost}; records: ${records}, ${rows.rows[0]!.p} + ${rows.rows[0]!.c} tokens, ${rows.rows[0]!.cost} picodollars`);
     assert.deepEqual([t.requests, t.prompt_tokens, t.completion_tokens, pico(t.cost)], [records, Number(rows.rows[0]!.p), Number(rows.rows[0]!.c), BigInt(rows.rows[0]!.cost)]);
+  });
+});
+
+/**
+ * PostgreSQL goes away and comes back under the fleet (issue 18 item 1): the fleet runs on a
+ * private PostgreSQL server this block starts, stops and cuts the connections of (never the
+ * one of OP_TEST_DATABASE_URL), two replicas `serve` and one `serve --workers 2`, behind nginx.
+ * No process exits, every 200 keeps exactly one record, `/ready` says 503 while PostgreSQL is
+ * down and 200 once it is back.
+ */
+describe('a fleet whose PostgreSQL goes away and comes back', { skip: skip || privatePostgresMissing }, () => {
+  let dir: string;
+  let server: PrivatePostgres;
+  let redis: Proc;
+  let fast: Upstream;
+  let replicas: (Proc & { name: string; url: string })[] = [];
+  let lb: Awaited<ReturnType<typeof startNginx>>;
+  let key: { id: string; secret: string };
+
+  /** One query on a connection of its own (the server is stopped under the test). */
+  async function query<T extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<pg.QueryResult<T>> {
+    const client = new pg.Client({ connectionString: server.url, application_name: 'cluster-test' });
+    await client.connect();
+    try {
+      return await client.query<T>(text, values);
+    } finally {
+      await client.end();
+    }
+  }
+
+  /** Processes that exited (a replica, or a worker of the `--workers 2` one restarted by its primary). */
+  function exits(): string[] {
+    const out: string[] = [];
+    for (const r of replicas) {
+      if (r.child.exitCode !== null || r.child.signalCode !== null) out.push(`${r.name} exited (${r.child.exitCode ?? r.child.signalCode})`);
+      const restarted = r.logs().split('\n').filter((l) => l.includes('worker exited unexpectedly')).length;
+      if (restarted) out.push(`${r.name}: ${restarted} workers exited`);
+    }
+    return out;
+  }
+
+  const readyAll = () => Promise.all(replicas.map((r) => fetch(`${r.url}/ready`, { signal: AbortSignal.timeout(10_000) }).then((res) => res.status, () => 0)));
+
+  /** `total` chat requests through nginx, `concurrency` at a time; `during(answered)` is called after each answer. */
+  async function load(total: number, concurrency: number, during: (answered: number) => void = () => {}): Promise<Answer[]> {
+    const answers: Answer[] = [];
+    let next = 0;
+    const worker = async () => {
+      while (next < total) {
+        next++;
+        answers.push(await chat(lb.url, key.secret, 'test/model'));
+        during(answers.length);
+      }
+    };
+    await Promise.all(Array.from({ length: concurrency }, worker));
+    return answers;
+  }
+
+  /** Wait until every 200 has its record (the replicas retry with backoff up to 5 s); how many have exactly one. */
+  async function recorded(ok: Answer[]): Promise<{ one: number; missing: number; duplicated: number }> {
+    const ids = ok.map((a) => a.id!);
+    let counts = new Map<string, number>();
+    const until = Date.now() + 30_000;
+    while (Date.now() < until) {
+      const rows = await query<{ id: string; n: string }>('select id, count(*) as n from generations where id = any($1) group by id', [ids]);
+      counts = new Map(rows.rows.map((r) => [r.id, Number(r.n)]));
+      if (counts.size === ids.length) break;
+      await sleep(250);
+    }
+    const n = ids.map((id) => counts.get(id) ?? 0);
+    return { one: n.filter((c) => c === 1).length, missing: n.filter((c) => c === 0).length, duplicated: n.filter((c) => c > 1).length };
+  }
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'op-cluster-pg-'));
+    server = await startPrivatePostgres();
+    redis = await startRedis(dir);
+    fast = await startUpstream();
+    fast.setDefault({ ...completion(1), delayBeforeHeadersMs: 20 });
+    const config = join(dir, 'opinference.yaml');
+    writeFileSync(config, `records: { durability: strict }
+providers:
+  - { id: up, kind: openai, base_url: "${fast.url}" }
+models:
+  - id: test/model
+    context_length: 8192
+    endpoints:
+      - { provider: up, upstream_model: m, pricing: { prompt: 1, completion: 2 } }
+`);
+    const env = { OP_CONFIG: config, OP_DATABASE_URL: server.url, OP_REDIS_URL: (redis as Proc & { url: string }).url, OP_ADMIN_KEY: ADMIN };
+    replicas = await Promise.all([
+      startReplica('a', env),
+      startReplica('b', env),
+      startReplica('c (--workers 2)', env, undefined, ['--workers', '2']),
+    ]);
+    lb = await startNginx(dir, replicas.map((r) => r.port));
+    const res = await admin(lb.url, 'POST', '/v1/keys', { name: 'outage' });
+    assert.equal(res.status, 201, JSON.stringify(res.json));
+    key = { id: res.json.data.id, secret: res.json.key };
+    say(`outage fleet: replicas on ports ${replicas.map((r) => r.port).join(', ')} (the last with --workers 2); private PostgreSQL on ${server.port}`);
+  });
+
+  after(async () => {
+    await lb?.stop();
+    await Promise.all(replicas.map((r) => r.stop()));
+    await redis?.stop();
+    await fast?.close();
+    server?.destroy();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('pg_terminate_backend of every gateway connection, idle then under load: every request answers 200 with exactly one record, no process exits', async () => {
+    // Every replica (and worker) has connections, the purge's lease among them.
+    assert.deepEqual((await load(60, 6)).map((a) => a.status), Array(60).fill(200));
+    const idle = await server.terminate();
+    const afterIdle = await load(200, 8);
+    let underLoad = 0;
+    const cuts: Promise<number>[] = [];
+    const loaded = await load(800, 8, (n) => {
+      if (n % 200 === 100) cuts.push(server.terminate());
+    });
+    underLoad = (await Promise.all(cuts)).reduce((a, b) => a + b, 0);
+    const answers = [...afterIdle, ...loaded];
+    const ok = answers.filter((a) => a.status === 200);
+    const failed = answers.filter((a) => a.status !== 200);
+    const records = await recorded(ok);
+    say(`pg_terminate_backend: ${idle} connections cut while idle, ${underLoad} in ${cuts.length} cuts under load (800 requests, 8 at a time); ${ok.length} of ${answers.length} answered 200, ${failed.length} failed (${failed.map((a) => a.status || a.error).join(', ') || 'none'}); records: ${records.one} exactly one, ${records.missing} missing, ${records.duplicated} duplicated; processes exited: ${exits().join('; ') || 'none'}`);
+    assert.ok(idle >= 3, `${idle} idle connections cut`);
+    assert.deepEqual(failed, []);
+    assert.deepEqual(records, { one: ok.length, missing: 0, duplicated: 0 });
+    assert.deepEqual(exits(), []);
+    assert.deepEqual(await readyAll(), [200, 200, 200]);
+  });
+
+  test('PostgreSQL stopped for 10 s under load, then started: no process exits, every 200 has exactly one record, /ready is 503 during and 200 after', async () => {
+    let stoppedAt = 0;
+    let startedAt = 0;
+    let readyDuring: number[] = [];
+    let secondsToReady = null as number | null;
+    let outage: Promise<void> | undefined;
+    const started = Date.now();
+    const answers = await load(3000, 8, (n) => {
+      if (n !== 300) return;
+      outage = (async () => {
+        server.stop();
+        stoppedAt = Date.now();
+        await sleep(2_000);
+        readyDuring = await readyAll();
+        await sleep(Math.max(0, 10_000 - (Date.now() - stoppedAt)));
+        server.start();
+        startedAt = Date.now();
+        // Under the load still running: how long until every replica is ready again.
+        while (Date.now() - startedAt < 30_000) {
+          if ((await readyAll()).every((s) => s === 200)) {
+            secondsToReady = (Date.now() - startedAt) / 1000;
+            return;
+          }
+          await sleep(100);
+        }
+      })();
+    });
+    await outage;
+    const ok = answers.filter((a) => a.status === 200);
+    const failed = answers.filter((a) => a.status !== 200);
+    const during = answers.filter((a) => a.at > stoppedAt && a.at < startedAt);
+    const records = await recorded(ok);
+    say(`PostgreSQL stopped for ${((startedAt - stoppedAt) / 1000).toFixed(1)} s under load (${answers.length} requests, 8 at a time, ${((Date.now() - started) / 1000).toFixed(1)} s): ${ok.length} answered 200 (${during.filter((a) => a.status === 200).length} while it was down; ${spread(ok)}), ${failed.length} failed (${[...new Set(failed.map((a) => a.status || a.error))].join(', ') || 'none'})`);
+    say(`PostgreSQL stop: /ready during ${readyDuring.join(', ')}; all 200 again ${secondsToReady === null ? 'not within 30' : secondsToReady.toFixed(1)} s after the start; records: ${records.one} of ${ok.length} 200s with exactly one, ${records.missing} lost, ${records.duplicated} duplicated; processes exited: ${exits().join('; ') || 'none'}`);
+    assert.deepEqual(readyDuring, [503, 503, 503]);
+    assert.ok(secondsToReady !== null);
+    assert.deepEqual(records, { one: ok.length, missing: 0, duplicated: 0 });
+    assert.deepEqual(exits(), []);
+    assert.ok(during.length > 0 && during.every((a) => a.status === 200), `while down: ${[...new Set(during.map((a) => a.status))].join(', ')}`);
+    assert.deepEqual(failed, []);
   });
 });

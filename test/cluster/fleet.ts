@@ -96,10 +96,10 @@ export async function startRedis(dir: string): Promise<Proc & { url: string }> {
   return { ...proc, url };
 }
 
-/** One gateway replica: `node dist/src/cli.js serve` on its own port. */
-export async function startReplica(name: string, env: Record<string, string>, port?: number): Promise<Proc & { name: string; url: string }> {
+/** One gateway replica: `node dist/src/cli.js serve` (with `args`, e.g. `--workers 2`) on its own port. */
+export async function startReplica(name: string, env: Record<string, string>, port?: number, args: string[] = []): Promise<Proc & { name: string; url: string }> {
   port ??= await freePort();
-  const child = spawn(process.execPath, [CLI, 'serve'], {
+  const child = spawn(process.execPath, [CLI, 'serve', ...args], {
     env: { ...process.env, ...env, OP_PORT: String(port), OP_HOST: '127.0.0.1', OP_LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
