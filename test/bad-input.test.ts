@@ -157,8 +157,8 @@ describe('body parsing', () => {
   test('deep nesting (10,000 arrays) → 400 invalid_json, fast', async () => {
     const deep = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;
     const started = Date.now();
-    await expectError({ raw: `{"model":"test/model","messages":[{"role":"user","content":"hi"}],"x":${deep}}` }, { status: 400, code: 'invalid_json', message: 'the request body is nested deeper than 64 levels' });
-    await expectError({ raw: `{"model":"test/model","messages":[{"role":"user","content":${deep}}]}` }, { status: 400, code: 'invalid_json', message: 'the request body is nested deeper than 64 levels' });
+    await expectError({ raw: `{"model":"test/model","messages":[{"role":"user","content":"hi"}],"x":${deep}}` }, { status: 400, code: 'invalid_json', message: 'the request body is nested deeper than 64 levels (server.max_json_depth)' });
+    await expectError({ raw: `{"model":"test/model","messages":[{"role":"user","content":${deep}}]}` }, { status: 400, code: 'invalid_json', message: 'the request body is nested deeper than 64 levels (server.max_json_depth)' });
     // Brackets inside strings are not nesting.
     const res = await send({ json: { ...GOOD, messages: [{ role: 'user', content: deep }] } });
     assert.equal(res.status, 200);

@@ -83,9 +83,10 @@ test('bodies of many small items: refused by their length before validation, or 
     const url = `${gw.baseURL}/chat/completions`;
     const tool = (i: number) => ({ type: 'function', function: { name: `f${i}`, parameters: { type: 'object' } } });
     const refused: [string, string, string, string][] = [
-      ['340,000 one-letter messages', JSON.stringify({ model: 'test/model', messages: Array.from({ length: 340_000 }, () => ({ role: 'user', content: 'a' })) }), 'messages', 'messages: 340000 messages; at most 10000 are allowed (server.max_messages)'],
-      ['100,000 tools', JSON.stringify({ model: 'test/model', messages: [{ role: 'user', content: 'a' }], tools: Array.from({ length: 100_000 }, (_, i) => tool(i)) }), 'tools', 'tools: at most 512 tools are allowed'],
-      ['360,000 text parts in one message', JSON.stringify({ model: 'test/model', messages: [{ role: 'user', content: Array.from({ length: 360_000 }, () => ({ type: 'text', text: 'a' })) }] }), 'messages[0].content', 'messages[0].content: more than 10000 content parts in all messages together (server.max_content_parts)'],
+      // Within server.max_json_containers (100,000 objects and arrays), so the list bounds speak.
+      ['90,000 one-letter messages', JSON.stringify({ model: 'test/model', messages: Array.from({ length: 90_000 }, () => ({ role: 'user', content: 'a' })) }), 'messages', 'messages: 90000 messages; at most 10000 are allowed (server.max_messages)'],
+      ['30,000 tools', JSON.stringify({ model: 'test/model', messages: [{ role: 'user', content: 'a' }], tools: Array.from({ length: 30_000 }, (_, i) => tool(i)) }), 'tools', 'tools: at most 512 tools are allowed'],
+      ['90,000 text parts in one message', JSON.stringify({ model: 'test/model', messages: [{ role: 'user', content: Array.from({ length: 90_000 }, () => ({ type: 'text', text: 'a' })) }] }), 'messages[0].content', 'messages[0].content: more than 10000 content parts in all messages together (server.max_content_parts)'],
     ];
     for (const [name, body, param, message] of refused) {
       assert.ok(body.length < 10 * 1024 * 1024, `${name}: body fits the default limit`);
@@ -96,6 +97,21 @@ test('bodies of many small items: refused by their length before validation, or 
       assert.equal(error?.param, param);
       assert.equal(error?.message, message);
       assert.ok(r.maxDelayMs < MAX_LOOP_DELAY_MS, `${name}: the event loop was blocked ${r.maxDelayMs.toFixed(0)} ms`);
+    }
+    // Millions of tiny values cost JSON.parse seconds (3.3 million `{}`: 1.7 s idle): counted before parsing.
+    const counted: [string, string, string][] = [
+      ['3.3 million {} in an unknown field', `{"model":"test/model","messages":[{"role":"user","content":"a"}],"x":[${'{},'.repeat(3_300_000)}{}]}`, 'the request body holds more than 100000 JSON objects and arrays (server.max_json_containers)'],
+      ['4.9 million numbers in an unknown field', `{"model":"test/model","messages":[{"role":"user","content":"a"}],"x":[${'0,'.repeat(4_900_000)}0]}`, 'the request body holds more than 500000 JSON values (array elements and object members) (server.max_json_values)'],
+    ];
+    for (const [name, body, message] of counted) {
+      assert.ok(body.length < 10 * 1024 * 1024, `${name}: body fits the default limit`);
+      const r = await timedPost(url, gw.adminKey, body);
+      t.diagnostic(`${name}: HTTP ${r.status}, longest loop delay ${r.maxDelayMs.toFixed(0)} ms of CPU (${r.wallMs.toFixed(0)} ms wall)`);
+      const error = (r.json as { error?: { code: string; message?: string } }).error;
+      assert.equal(r.status, 400);
+      assert.equal(error?.code, 'invalid_json');
+      assert.equal(error?.message, message);
+      assert.ok(r.maxDelayMs < TARGET_MS, `${name}: the event loop was blocked ${r.maxDelayMs.toFixed(0)} ms`);
     }
     // At the default limit the body is relayed, still within the budget.
     const atLimit = JSON.stringify({ model: 'test/model', messages: Array.from({ length: 10_000 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: 'a' })) });

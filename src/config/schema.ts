@@ -237,6 +237,10 @@ export const serverSchema = z
     drain_timeout_ms: z.number().int().min(0).default(30_000),
     /** Deepest JSON nesting accepted in a request body. */
     max_json_depth: z.number().int().min(8).max(1000).default(64),
+    /** Most JSON values (array elements and object members) in a request body, counted before parsing. */
+    max_json_values: z.number().int().min(1000).max(100_000_000).default(500_000),
+    /** Most JSON objects and arrays in a request body, counted before parsing. */
+    max_json_containers: z.number().int().min(1000).max(100_000_000).default(100_000),
     /** Most `messages` in one request (checked before validation: bounds a request's event-loop time). */
     max_messages: z.number().int().min(1).max(1_000_000).default(10_000),
     /** Most content parts over all messages of one request (checked before validation). */

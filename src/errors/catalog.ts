@@ -48,7 +48,7 @@ export const ERROR_CATALOG = define({
   },
   invalid_json: {
     status: 400, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
-    description: 'The request body is not valid JSON (or is nested deeper than the gateway accepts).',
+    description: 'The request body is not valid JSON, or passes a bound on its structure checked before parsing (`server.max_json_depth`, `server.max_json_values`, `server.max_json_containers`).',
   },
   unsupported_input_modality: {
     status: 400, kind: 'terminal', scope: 'request', type: 'invalid_request_error',

@@ -18,7 +18,7 @@ import { requestIdOf } from './request-id.js';
 import { installRouteAuth, type RegisteredRoute } from './route-auth.js';
 import { registerCors } from './cors.js';
 import { KeyResolver } from './auth.js';
-import { parseJsonBody } from './json-body.js';
+import { parseJsonBody, type JsonBounds } from './json-body.js';
 import { registerGenerateRoutes } from './routes/generate.js';
 import { registerCountTokensRoute } from './routes/messages-count-tokens.js';
 import { registerResponseRoutes } from './routes/responses.js';
@@ -186,6 +186,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
 
   // JSON only: any other content type (text/plain included) is a 415.
   app.removeAllContentTypeParsers();
+  const jsonBounds: JsonBounds = Object.freeze({ maxDepth: runtime.config.server.max_json_depth, maxValues: runtime.config.server.max_json_values, maxContainers: runtime.config.server.max_json_containers });
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     try {
       // Bodies are read as sent: a compressed one would only fail as JSON, with its bytes in the message.
@@ -193,7 +194,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
       if (encoding && encoding !== 'identity') {
         throw new GatewayError('unsupported_media_type', `the request body is sent with Content-Encoding: ${encoding.slice(0, 64)}; send it uncompressed`, { param: 'content-encoding' });
       }
-      done(null, parseJsonBody(body as string, runtime.config.server.max_json_depth));
+      done(null, parseJsonBody(body as string, jsonBounds));
     } catch (err) {
       done(err as Error, undefined);
     }
