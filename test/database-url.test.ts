@@ -67,6 +67,8 @@ describe('database URLs', () => {
       ['sqlite:///srv/data/', 'names a directory, not a file'],
       ['sqlite:///srv/op.db?mode=ro', 'query parameters and fragments are not supported'],
       ['file:///srv/op.db?mode=ro', 'query parameters and fragments are not supported'],
+      ['sqlite:x.db?mode=ro', 'query parameters and fragments are not supported'],
+      ['sqlite:x.db#frag', 'query parameters and fragments are not supported'],
       ['file://db.internal/srv/op.db', 'names a file on host "db.internal"; only local files can be opened'],
       ['file:op%zz.db', 'bad percent-encoding'],
       ['file:', 'names no file'],

@@ -147,6 +147,11 @@ describe('output limits above an endpoint\'s max_completion_tokens', () => {
     assert.deepEqual(streamed.content, [{ type: 'text', text: 'ok' }]);
     assert.equal((anth.requests[1]!.json as Json).max_tokens, CAP);
     assert.deepEqual((await lastRecord()).detail.warnings, [warning]);
+    // A thinking budget at or over the clamped cap is lowered under it (Anthropic: budget_tokens < max_tokens).
+    anth.enqueue({ json: MESSAGE });
+    await anthropic.messages.create({ model: 'test/native-clamped', max_tokens: 32000, thinking: { type: 'enabled', budget_tokens: 16000 }, messages: [{ role: 'user', content: 'hi' }] });
+    assert.deepEqual((anth.requests[2]!.json as Json).thinking, { type: 'enabled', budget_tokens: CAP - 1 });
+    assert.deepEqual((await lastRecord()).detail.warnings, [warning, `thinking.budget_tokens 16000 lowered to ${CAP - 1}, below the clamped max_tokens ${CAP}`]);
   });
 
   test('output_limit: clamp for chat and Responses too; a limit under the cap is left alone; the endpoint\'s exclude wins over the model\'s clamp', async () => {

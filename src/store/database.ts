@@ -52,10 +52,10 @@ export function parseDatabaseUrl(url: string): DatabaseTarget {
   let path: string;
   if (/^sqlite:/i.test(url)) {
     path = url.slice('sqlite:'.length);
+    if (/[?#]/.test(path)) throw bad('query parameters and fragments are not supported');
     if (path.startsWith('//')) {
       // URL forms: `sqlite:///abs` has an empty host and the path /abs; `sqlite://rel` is relative.
       path = path.slice(2);
-      if (/[?#]/.test(path)) throw bad('query parameters and fragments are not supported');
       if (path === '' || path === '/') throw bad('names no file');
     }
   } else if (/^file:/i.test(url)) {

@@ -49,6 +49,15 @@ export function nativeMessagesBody(req: MessagesRequest, target: ResolvedEndpoin
       warnings.push(`thinking.budget_tokens ${thinking.budget_tokens} raised to Anthropic's minimum ${MIN_THINKING_BUDGET}`);
       body.thinking = { ...thinking, budget_tokens: MIN_THINKING_BUDGET };
     }
+  } else if (thinking?.type === 'enabled' && maxTokens !== undefined && maxTokens !== req.max_tokens && thinking.budget_tokens >= maxTokens) {
+    // Clamped (output_limit: clamp): Anthropic requires budget_tokens < max_tokens.
+    if (maxTokens - 1 < MIN_THINKING_BUDGET) {
+      warnings.push(`thinking left out: budget_tokens ${thinking.budget_tokens} does not fit the clamped max_tokens ${maxTokens}`);
+      delete body.thinking;
+    } else {
+      warnings.push(`thinking.budget_tokens ${thinking.budget_tokens} lowered to ${maxTokens - 1}, below the clamped max_tokens ${maxTokens}`);
+      body.thinking = { ...thinking, budget_tokens: maxTokens - 1 };
+    }
   }
   let unsigned = 0;
   const messages = req.messages.map((m) => {
