@@ -7,7 +7,6 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -15,21 +14,12 @@ import OpenAI from 'openai';
 import { startUpstream, type Upstream } from './helpers/replay-upstream.js';
 import { createTestDatabase, type TestDatabase } from './helpers/test-database.js';
 import { keepChildLogs } from './helpers/test-output.js';
+import { freePort } from './helpers/free-port.js';
 
 const CLI = new URL('../dist/src/cli.js', import.meta.url).pathname;
 const run = promisify(execFile);
 const skip = existsSync(CLI) ? false : 'dist/src/cli.js is missing: run npm run build';
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
 
 const chunk = (content: string) => JSON.stringify({ id: 'u', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] });
 

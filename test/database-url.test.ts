@@ -8,27 +8,17 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { openDatabase, parseDatabaseUrl } from '../src/store/database.js';
 import { migrate } from '../src/store/migrations.js';
+import { freePort } from './helpers/free-port.js';
 
 const CLI = new URL('../dist/src/cli.js', import.meta.url).pathname;
 const run = promisify(execFile);
 const skip = existsSync(CLI) ? false : 'dist/src/cli.js is missing: run npm run build';
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
 
 describe('database URLs', () => {
   let dir: string;

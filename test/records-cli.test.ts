@@ -10,7 +10,6 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, openSync, closeSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
@@ -18,22 +17,13 @@ import pg from 'pg';
 import { startUpstream, type Upstream } from './helpers/replay-upstream.js';
 import { randomId } from '../src/util/ids.js';
 import { keepChildLogs } from './helpers/test-output.js';
+import { freePort } from './helpers/free-port.js';
 
 const CLI = new URL('../dist/src/cli.js', import.meta.url).pathname;
 const skip = existsSync(CLI) ? false : 'dist/src/cli.js is missing: run npm run build';
 /** The PostgreSQL server of the kill test on PostgreSQL (each run is a fresh schema of it). */
 const PG_URL = process.env.OP_TEST_DATABASE_URL || undefined;
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
 
 const completion = { json: { id: 'u', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 } } };
 

@@ -13,6 +13,7 @@ import { Redis } from 'ioredis';
 import { oneModelConfig, startGateway, type TestGateway } from './helpers/gateway.js';
 import { startUpstream } from './helpers/replay-upstream.js';
 import { createKey } from '../src/store/keys.js';
+import { freePort } from './helpers/free-port.js';
 
 const REDIS = new URL(process.env.OP_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379');
 
@@ -160,14 +161,6 @@ test('Redis commands time out, the gateway waits for Redis at start, key creatio
   await upstream.close();
 });
 
-/** A free TCP port on 127.0.0.1 (for a private redis-server). */
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as AddressInfo).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 /** A private redis-server (never the shared one: this test freezes it with SIGSTOP). */
 async function startPrivateRedis(): Promise<{ url: string; child: ChildProcess }> {

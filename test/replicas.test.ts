@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { parseConfig } from '../src/config/load.js';
@@ -18,6 +18,7 @@ import { randomId } from '../src/util/ids.js';
 import { startUpstream, type Upstream } from './helpers/replay-upstream.js';
 import { oneModelConfig } from './helpers/gateway.js';
 import { createTestDatabase, TEST_DIALECT } from './helpers/test-database.js';
+import { freePort } from './helpers/free-port.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -197,16 +198,6 @@ describe('background jobs run once across replicas', { skip: skip || (TEST_DIALE
   });
 });
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
 
 /** A private redis-server (Debian's), so that the test can stop and restart it. */
 async function startRedis(port: number): Promise<ChildProcess> {

@@ -8,7 +8,6 @@ import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -17,6 +16,7 @@ import { startUpstream, type Upstream } from './helpers/replay-upstream.js';
 import { createTestDatabase, type TestDatabase } from './helpers/test-database.js';
 import { randomId } from '../src/util/ids.js';
 import { keepChildLogs } from './helpers/test-output.js';
+import { freePort } from './helpers/free-port.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -37,16 +37,6 @@ async function redisReachable(): Promise<boolean> {
 }
 const skip = !existsSync(CLI) ? 'dist/src/cli.js is missing: run npm run build' : !(await redisReachable()) ? 'Redis not reachable (OP_TEST_REDIS_URL)' : false;
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
 
 /** GET on a new connection each time (so the primary hands each to the next worker). */
 function get(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {

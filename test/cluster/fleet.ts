@@ -6,26 +6,16 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+export { freePort } from '../helpers/free-port.js';
+import { freePort } from '../helpers/free-port.js';
 
 /** The built CLI (`npm run build`). */
 export const CLI = new URL('../../dist/src/cli.js', import.meta.url).pathname;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** A free TCP port on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
 
 /** The path of an executable on PATH or in the usual sbin folders, or null. */
 export function findExecutable(name: string): string | null {

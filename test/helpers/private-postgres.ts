@@ -6,10 +6,10 @@
  */
 import { spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { freePort } from './free-port.js';
 
 /** Where initdb and pg_ctl are. */
 export const PG_BIN = process.env.OP_TEST_PG_BIN || '/usr/lib/postgresql/15/bin';
@@ -36,16 +36,6 @@ export interface PrivatePostgres {
   destroy(): void;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
 
 /** Start a private PostgreSQL server (about 1 s). */
 export async function startPrivatePostgres(): Promise<PrivatePostgres> {
