@@ -63,17 +63,18 @@ function costOf(url: string): string | undefined {
   }
   if (!url.includes('/dist/src/')) return undefined;
   const src = url.split('/dist/src/')[1]!;
-  if (/^ingress\/(.*request-schema|fast-parse|validate|body-bounds|.*openrouter-chat-fields|gateway-fields|openai\/openai-request-fields)/.test(src)) return 'validation (schema, body bounds)';
+  if (src === 'util/compile-zod-parser.js') return 'validation (schema, body bounds)';
+  if (/^ingress\/(.*request-schema|validate|body-bounds|.*openrouter-chat-fields|gateway-fields|openai\/openai-request-fields)/.test(src)) return 'validation (schema, body bounds)';
   if (src.startsWith('ingress/')) return 'response encoding (bodies, stream chunks)';
   if (src === 'server/json-body.js') return 'request JSON parse';
   if (src === 'server/auth.js' || src === 'server/route-auth.js' || src === 'store/keys.js') return 'auth (key lookup, hash)';
   if (src.startsWith('server/')) return 'client HTTP: Fastify routing, hooks, reply (with its socket writes)';
-  if (src.startsWith('routing/') || src === 'pipeline/plan.js') return 'routing (plan, health)';
-  if (src.startsWith('store/') || src === 'pipeline/generation-draft.js') return 'generation record (row, SQLite insert, rollups)';
-  if (src.startsWith('telemetry/') || ['pipeline/keyed-metrics.js', 'pipeline/metrics.js', 'pipeline/events.js'].includes(src)) return 'metrics';
+  if (src.startsWith('routing/') || src === 'pipeline/stages/plan.js') return 'routing (plan, health)';
+  if (src.startsWith('store/') || src === 'pipeline/state/generation-draft.js') return 'generation record (row, SQLite insert, rollups)';
+  if (src.startsWith('telemetry/') || ['pipeline/state/keyed-metrics.js', 'pipeline/state/metrics.js', 'pipeline/state/events.js'].includes(src)) return 'metrics';
   if (src.startsWith('providers/')) return 'provider conversion (upstream request; response and chunk parsing)';
-  if (src.startsWith('relay/')) return 'SSE parsing and upstream body';
-  if (src.startsWith('accounting/') || src.startsWith('limits/') || src === 'pipeline/admit.js' || src === 'pipeline/finish.js') return 'admission, usage and cost';
+  if (src.startsWith('upstream/')) return 'SSE parsing and upstream body';
+  if (src.startsWith('accounting/') || src.startsWith('limits/') || src === 'pipeline/stages/admit.js' || src === 'pipeline/stages/finish.js') return 'admission, usage and cost';
   if (src.startsWith('pipeline/')) return 'pipeline stages (attempt loop, relay, response)';
   return 'other gateway code';
 }

@@ -35,7 +35,7 @@ import { GenerationWriter } from '../src/store/generation-writer.js';
 import { migrate } from '../src/store/migrations.js';
 import { boundRow } from '../src/store/record-guard.js';
 import type { GenerationsTable } from '../src/store/schema.js';
-import { GenerationDraft } from '../src/pipeline/generation-draft.js';
+import { GenerationDraft } from '../src/pipeline/state/generation-draft.js';
 import { newGenerationId, randomId } from '../src/util/ids.js';
 import { seededRandom } from '../test/helpers/seeded-random.js';
 

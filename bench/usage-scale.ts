@@ -27,7 +27,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { CompiledQuery, sql, type Kysely } from 'kysely';
 import { openDatabase, redactDatabaseUrl } from '../src/store/database.js';
-import { dialectOf } from '../src/store/dialect.js';
+import { sqlDialectOf } from '../src/store/sql-dialect.js';
 import { GenerationWriter } from '../src/store/generation-writer.js';
 import { migrate } from '../src/store/migrations.js';
 import type { Database, GenerationsTable } from '../src/store/schema.js';
@@ -192,7 +192,7 @@ async function time(name: string, fn: () => Promise<number>): Promise<Timing> {
 
 const fmt = (ms: number) => ms.toFixed(1);
 
-const plan = (db: Kysely<Database>, query: CompiledQuery): Promise<string[]> => dialectOf(db).explain(db, query);
+const plan = (db: Kysely<Database>, query: CompiledQuery): Promise<string[]> => sqlDialectOf(db).explain(db, query);
 
 /** The database to seed and query: a SQLite file, or a PostgreSQL schema. */
 async function openBenchDatabase() {
@@ -401,7 +401,7 @@ async function main(): Promise<void> {
     for (const [name, q] of searches) {
       for (const compiled of await searchPlanQueries(db, q)) {
         const lines = await plan(db, compiled);
-        if (dialectOf(db).scansWithoutIndex(lines, 'generations') || dialectOf(db).scansWithoutIndex(lines, 'g')) misses++;
+        if (sqlDialectOf(db).scansWithoutIndex(lines, 'generations') || sqlDialectOf(db).scansWithoutIndex(lines, 'g')) misses++;
         log(`${name}:`);
         for (const line of lines) log(`  ${line}`);
       }

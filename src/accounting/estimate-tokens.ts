@@ -191,8 +191,3 @@ export class PromptSize {
     return this.cached;
   }
 }
-
-/** A prompt size given as a plain number of tokens (tests, callers that already counted). */
-export function exactPromptSize(tokens: number): Pick<PromptSize, 'upperBound' | 'estimate'> {
-  return { upperBound: tokens, estimate: () => tokens };
-}

@@ -206,8 +206,3 @@ export const ERROR_CATALOG = define({
 
 /** Every code in the catalog. */
 export type ErrorCode = keyof typeof ERROR_CATALOG;
-
-/** Look up a code's definition. */
-export function errorDefinition(code: ErrorCode): ErrorDefinition {
-  return ERROR_CATALOG[code];
-}

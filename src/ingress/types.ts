@@ -3,14 +3,14 @@ import type { ChatResult } from '../core/chat-result.js';
 import type { EmbeddingRequest, EmbeddingResult } from '../core/embedding-types.js';
 import type { OutputPart } from '../core/stream-part.js';
 import type { GatewayError } from '../errors/gateway-error.js';
-import type { PlannedEndpoint } from '../routing/plan.js';
+import type { PlannedEndpoint } from '../routing/route-plan.js';
 import type { ResolvedEndpoint, UpstreamCall } from '../providers/types.js';
 import type { StoredResponse, StoredResponseStore } from '../store/stored-responses.js';
 
 /**
  * The client APIs the gateway serves, one ingress adapter each; the value of a generation
  * record's `api`. Adding an API: a folder under src/ingress/<vendor>/<api>/ with an adapter, a
- * name here, an entry in registry.ts, and a case in the pipeline's lane choice (pipeline/lane.ts).
+ * name here, an entry in registry.ts, and a case in the pipeline's lane choice (pipeline/attempt/lane.ts).
  */
 export type ClientApi = 'chat' | 'completions' | 'embeddings' | 'messages' | 'responses';
 
@@ -131,7 +131,7 @@ export interface GenerationIngress<Req = unknown> extends IngressAdapterBase<Req
    */
   clientSession?(req: Req, headers: Readonly<Record<string, string>>): { value: string; param: string } | undefined;
   /**
-   * The native upstream call of the pass-through lane (pipeline/lane.ts chooses it): the
+   * The native upstream call of the pass-through lane (pipeline/attempt/lane.ts chooses it): the
    * client's own request with only the gateway's edits; `headers` are the client's
    * {@link forwardHeaders}.
    */

@@ -113,7 +113,7 @@ export function filterEndpoint(t: ResolvedEndpoint, req: ChatRequest, needs: rea
   let outputLimit = requestedOutputLimit(req);
   const maxOut = t.endpoint.max_completion_tokens;
   if (outputLimit !== undefined && maxOut !== undefined && outputLimit > maxOut) {
-    // `output_limit: clamp`: the attempt sends the endpoint's cap instead (pipeline/lane.ts).
+    // `output_limit: clamp`: the attempt sends the endpoint's cap instead (pipeline/attempt/lane.ts).
     if (t.outputLimit !== 'clamp') return { reason: 'max_completion_tokens', detail: `output limit ${outputLimit} exceeds its max_completion_tokens ${maxOut}` };
     outputLimit = maxOut;
   }

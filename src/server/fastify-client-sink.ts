@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import type { ClientSink } from '../pipeline/client-sink.js';
+import type { ClientSink } from '../pipeline/state/client-sink.js';
 import { holdResponseEnd } from './response-gate.js';
 
 /** Collected text written at once, without waiting for the end of the turn, in UTF-16 code units. */

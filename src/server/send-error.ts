@@ -2,7 +2,7 @@ import type { FastifyReply } from 'fastify';
 import type { GatewayError } from '../errors/gateway-error.js';
 import { openAIErrorBody } from '../ingress/openai/error-envelope.js';
 import { ingressForPath } from '../ingress/registry.js';
-import { errorHeaders } from '../pipeline/client-response.js';
+import { errorHeaders } from '../pipeline/stages/client-response.js';
 
 /**
  * Send an error that arises outside the pipeline (auth, unknown routes, body parsing) with its

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
-import { attachSqliteHandle, type DialectName } from './dialect.js';
+import { attachSqliteHandle, type DialectName } from './sql-dialect.js';
 import { GatewayError, toGatewayError } from '../errors/gateway-error.js';
 import type { Database } from './schema.js';
 
@@ -14,7 +14,7 @@ export const DEFAULT_DATABASE_URL = 'sqlite:./data/opinference.db';
 /** An open database and how to close it. */
 export interface OpenDatabase {
   db: Kysely<Database>;
-  /** `sqlite` or `postgres`; queries get the matching SQL fragments from `dialectOf(db)` (dialect.ts). */
+  /** `sqlite` or `postgres`; queries get the matching SQL fragments from `sqlDialectOf(db)` (dialect.ts). */
   dialect: DialectName;
   /** Where it lives, for logs (never includes a password). */
   location: string;

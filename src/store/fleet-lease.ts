@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { dialectOf } from './dialect.js';
+import { sqlDialectOf } from './sql-dialect.js';
 import type { Database } from './schema.js';
 
 /**
@@ -88,5 +88,5 @@ class PostgresLease implements FleetLease {
 
 /** The lease of background job `job` on this database (see {@link FleetLease}). */
 export function fleetLease(db: Kysely<Database>, job: string): FleetLease {
-  return dialectOf(db).name === 'postgres' ? new PostgresLease(db, job) : always;
+  return sqlDialectOf(db).name === 'postgres' ? new PostgresLease(db, job) : always;
 }

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database, GenerationsTable } from './schema.js';
 import { applyRollups } from './usage-rollup.js';
-import { dialectOf } from './dialect.js';
+import { sqlDialectOf } from './sql-dialect.js';
 import { USAGE_CLAMPED } from '../accounting/usage-bounds.js';
 import { boundRow, degradedRow, isEnvironmentError, describeWriteError } from './record-guard.js';
 import { DatabaseFileWatch } from './database-file-watch.js';
@@ -393,7 +393,7 @@ export class GenerationWriter {
   private async insert(rows: readonly GenerationsTable[]): Promise<void> {
     const trx = await this.db.startTransaction().execute();
     try {
-      await dialectOf(trx).insertRows(trx, 'generations', rows);
+      await sqlDialectOf(trx).insertRows(trx, 'generations', rows);
       await applyRollups(trx, rows);
       await trx.commit().execute();
     } catch (err) {

@@ -1,5 +1,5 @@
 import { sql, type Kysely, type SqlBool } from 'kysely';
-import { dialectOf } from './dialect.js';
+import { sqlDialectOf } from './sql-dialect.js';
 import type { Database } from './schema.js';
 import { backfillRefused } from './usage-rollup.js';
 
@@ -14,7 +14,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     name: '0001_keys_and_generations',
     async up(db) {
-      const { text } = dialectOf(db);
+      const { text } = sqlDialectOf(db);
       await db.schema
         .createTable('api_keys')
         .addColumn('id', text, (c) => c.primaryKey())
@@ -68,7 +68,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     name: '0002_usage_rollups_and_search_indexes',
     async up(db) {
-      const { text } = dialectOf(db);
+      const { text } = sqlDialectOf(db);
       const rollup = (name: 'usage_hourly' | 'usage_hourly_tags', withTag: boolean) => {
         let t = db.schema.createTable(name).addColumn('hour', 'bigint', (c) => c.notNull()).addColumn('key_id', text, (c) => c.notNull());
         if (withTag) t = t.addColumn('tag', text, (c) => c.notNull());
@@ -123,10 +123,10 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     name: '0004_daily_rollups',
     async up(db) {
-      const { text } = dialectOf(db);
+      const { text } = sqlDialectOf(db);
       // On SQLite the new tables are stored in key order (WITHOUT ROWID): a day range is read
       // with no lookups, and each table is one b-tree fewer to write.
-      const { keyOrdered } = dialectOf(db);
+      const { keyOrdered } = sqlDialectOf(db);
       // Daily rollups: the hourly tables' columns with `day` (the UTC day's start) for `hour`.
       const rollup = async (name: 'usage_daily' | 'usage_daily_tags', withTag: boolean) => {
         let t = db.schema.createTable(name).addColumn('day', 'bigint', (c) => c.notNull()).addColumn('key_id', text, (c) => c.notNull());
@@ -253,7 +253,7 @@ export const MIGRATIONS: readonly Migration[] = [
     async up(db) {
       // PostgreSQL only (a no-op on SQLite): estimates for the search's unindexed filters.
       const coalesced = (col: string) => sql`coalesce(${sql.ref(col)}, '')`;
-      await dialectOf(db).createExpressionStatistics(db, 'generations_filter_values', 'generations', ['key_id', 'served_model', 'requested_model', 'provider', 'session', 'status'].map(coalesced));
+      await sqlDialectOf(db).createExpressionStatistics(db, 'generations_filter_values', 'generations', ['key_id', 'served_model', 'requested_model', 'provider', 'session', 'status'].map(coalesced));
     },
   },
   {
@@ -273,7 +273,7 @@ export const MIGRATIONS: readonly Migration[] = [
     // Responses API objects kept for `GET /v1/responses/{id}` and `previous_response_id`.
     name: '0007_stored_responses',
     async up(db) {
-      const text = dialectOf(db).text;
+      const text = sqlDialectOf(db).text;
       await db.schema
         .createTable('stored_responses')
         .addColumn('id', text, (c) => c.primaryKey())
@@ -289,7 +289,7 @@ export const MIGRATIONS: readonly Migration[] = [
     // The exact response cache (src/cache/): one row per cached answer, without Redis.
     name: '0008_response_cache',
     async up(db) {
-      const text = dialectOf(db).text;
+      const text = sqlDialectOf(db).text;
       await db.schema
         .createTable('response_cache')
         .addColumn('cache_key', text, (c) => c.primaryKey())
@@ -312,7 +312,7 @@ export const MIGRATIONS: readonly Migration[] = [
  * @returns the names of the steps applied now (empty when the schema was up to date).
  */
 export async function migrate(db: Kysely<Database>): Promise<string[]> {
-  const dialect = dialectOf(db);
+  const dialect = sqlDialectOf(db);
   return dialect.withMigrationLock(db, async (conn: Kysely<Database>, step) => {
     await conn.schema
       .createTable('migrations_applied')

@@ -1,7 +1,7 @@
 import { sql, type Expression, type ExpressionBuilder, type Kysely, type SqlBool } from 'kysely';
 import { picoToUsdString } from '../accounting/cost.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import { dialectOf } from './dialect.js';
+import { sqlDialectOf } from './sql-dialect.js';
 import { isRefusal } from './refusal.js';
 import { LATENCY_BUCKETS_MS, type Database, type GenerationsTable } from './schema.js';
 import { latencyBucket, ROLLUP_TIME_COLUMN, type RollupTable } from './usage-rollup.js';
@@ -295,8 +295,8 @@ export function rollupQuery(db: Kysely<Database>, q: UsageQuery, table: RollupTa
       eb.fn.sum<number>('cached_tokens').as('cached_tokens'),
       // Exact whatever its size: the bigint sum read as text (CAST … AS TEXT: SQLite and PostgreSQL).
       sql<string>`cast(sum(cost_pico) as text)`.as('cost'),
-      dialectOf(db).concatAgg('latency_hist').as('latency_hist'),
-      dialectOf(db).concatAgg('ttft_hist').as('ttft_hist'),
+      sqlDialectOf(db).concatAgg('latency_hist').as('latency_hist'),
+      sqlDialectOf(db).concatAgg('ttft_hist').as('ttft_hist'),
     ])
     .where(sql.ref(time), '>=', q.from)
     .where(sql.ref(time), '<', q.to);

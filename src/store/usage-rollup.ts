@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
-import { dialectOf, type UpsertShape } from './dialect.js';
+import { sqlDialectOf, type UpsertShape } from './sql-dialect.js';
 import { isRefusal } from './refusal.js';
 import { LATENCY_BUCKETS_MS, type Database, type GenerationsTable } from './schema.js';
 
@@ -148,7 +148,7 @@ async function upsert(trx: Transaction<Database>, table: RollupTable, groups: It
   const all = [...groups];
   if (all.length === 0) return;
   const shape = ROLLUP_SHAPES[table];
-  const dialect = dialectOf(trx);
+  const dialect = sqlDialectOf(trx);
   const keys = all.map((a) => (tagged ? [a.time, a.key_id, a.tag, a.model, a.provider] : [a.time, a.key_id, a.model, a.provider]));
   const existing = await dialect.readByKey(trx, shape, HISTS, keys);
   const values = all.map((a, i) => {
@@ -197,7 +197,7 @@ const SESSION_SHAPES: Record<SessionCountTable, UpsertShape> = {
 async function addSessionCounts(trx: Transaction<Database>, table: SessionCountTable, counts: Iterable<SessionCount>): Promise<void> {
   const shape = SESSION_SHAPES[table];
   const rows = [...counts].map((c) => [...shape.key.map((k) => c[k]), c.requests]);
-  if (rows.length > 0) await dialectOf(trx).upsertAdding(trx, shape, rows);
+  if (rows.length > 0) await sqlDialectOf(trx).upsertAdding(trx, shape, rows);
 }
 
 /**
@@ -208,7 +208,7 @@ async function addSessionCounts(trx: Transaction<Database>, table: SessionCountT
  */
 export async function applyRollups(trx: Transaction<Database>, rows: readonly GenerationsTable[]): Promise<void> {
   // Several writers (replicas on PostgreSQL): one at a time here, since histograms are read, merged and written back.
-  await dialectOf(trx).serializeRollupWrites(trx);
+  await sqlDialectOf(trx).serializeRollupWrites(trx);
   const hourly = new Map<string, RollupAcc>();
   const hourlyTags = new Map<string, RollupAcc>();
   const sessionModels = new Map<string, SessionCount>();
@@ -248,7 +248,7 @@ export async function applyRollups(trx: Transaction<Database>, rows: readonly Ge
   const sessions: Record<SessionCountTable, Map<string, SessionCount>> = { usage_daily_sessions: bySession(sessionModels), usage_daily_session_models: sessionModels, usage_daily_session_tags: sessionTags };
   for (const table of Object.keys(groups) as RollupTable[]) await upsert(trx, table, groups[table].values());
   for (const table of Object.keys(sessions) as SessionCountTable[]) await addSessionCounts(trx, table, sessions[table].values());
-  await dialectOf(trx).insertRows(trx, 'generation_tags', tagRows);
+  await sqlDialectOf(trx).insertRows(trx, 'generation_tags', tagRows);
 }
 
 /** Refusals to move from `errors` to `refused` in one rollup row (a group of the backfill). */
@@ -310,7 +310,7 @@ async function moveToRefused(db: Kysely<Database>, table: RollupTable, groups: I
  * @returns the refusals found.
  */
 export async function backfillRefused(db: Kysely<Database>): Promise<number> {
-  await dialectOf(db).serializeRollupWrites(db);
+  await sqlDialectOf(db).serializeRollupWrites(db);
   const span = await db
     .selectFrom('generations')
     .select((eb) => [eb.fn.min<number | string | null>('created_at').as('lo'), eb.fn.max<number | string | null>('created_at').as('hi')])

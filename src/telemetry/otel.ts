@@ -9,7 +9,7 @@ import { BasicTracerProvider, BatchSpanProcessor, type ReadableSpan, type SpanEx
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { TelemetryConfig } from '../config/schema.js';
-import { attemptEnd, attemptStart, generationEnd, generationStart, type AttemptEndEvent, type AttemptStartEvent, type GenerationEndEvent, type GenerationStartEvent } from '../pipeline/events.js';
+import { attemptEnd, attemptStart, generationEnd, generationStart, type AttemptEndEvent, type AttemptStartEvent, type GenerationEndEvent, type GenerationStartEvent } from '../pipeline/state/events.js';
 import { attemptEndAttributes, attemptStartAttributes, defined, operationName, requestAttributes, resultAttributes, spanName, timePerOutputTokenSeconds } from './genai-attributes.js';
 import type { Telemetry, TelemetryOptions } from './telemetry.js';
 

@@ -1,6 +1,6 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { generationEnd, type GenerationEndEvent } from '../pipeline/events.js';
-import type { GatewayMetrics } from '../pipeline/metrics.js';
+import { generationEnd, type GenerationEndEvent } from '../pipeline/state/events.js';
+import type { GatewayMetrics } from '../pipeline/state/metrics.js';
 import { operationName, timePerOutputTokenSeconds } from './genai-attributes.js';
 
 /**

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { openDatabase, type OpenDatabase } from '../../src/store/database.js';
-import type { DialectName } from '../../src/store/dialect.js';
+import type { DialectName } from '../../src/store/sql-dialect.js';
 import { randomId } from '../../src/util/ids.js';
 
 /**

@@ -123,7 +123,7 @@ function contentMode(target: ResolvedEndpoint, dialect: OpenAIDialect): ContentM
 }
 
 /** The dialect of a target (kind `openai` providers). */
-export function dialectOf(target: ResolvedEndpoint): OpenAIDialect {
+export function openaiDialectOf(target: ResolvedEndpoint): OpenAIDialect {
   return DIALECTS[target.provider.dialect];
 }
 
@@ -140,7 +140,7 @@ export function dialectOf(target: ResolvedEndpoint): OpenAIDialect {
  */
 export function convertToOpenAIChatRequest(req: ChatRequest, target: ResolvedEndpoint, stream: boolean) {
   const supported = target.endpoint.supported_parameters;
-  const dialect = dialectOf(target);
+  const dialect = openaiDialectOf(target);
   const content = contentMode(target, dialect);
   if (content === 'string') assertStringContent(req.messages, target);
   const messages = foldsSystemPrompt(target) ? foldSystemIntoFirstUser(req.messages) : req.messages;

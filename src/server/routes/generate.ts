@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { INGRESS_ADAPTERS } from '../../ingress/registry.js';
-import type { GatewayRuntime } from '../../pipeline/runtime.js';
-import { serveGeneration } from '../../pipeline/serve-generation.js';
+import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
+import { serveGeneration } from '../../pipeline/stages/serve-generation.js';
 import { FastifyClientSink } from '../fastify-client-sink.js';
 import { REPEATED_HEADER } from '../../ingress/gateway-fields.js';
 

@@ -4,7 +4,7 @@ import { z, type ZodIssue } from 'zod';
 import { picoToUsdString } from '../../accounting/cost.js';
 import { formatPath } from '../../config/load.js';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { GatewayRuntime } from '../../pipeline/runtime.js';
+import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
 import { usdToPico } from '../../limits/credit.js';
 import { periodStart } from '../../limits/limit-store.js';
 import { keySettingsSchema, type KeySettings } from '../../store/key-settings.js';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { FORWARDED_HEADERS } from '../../ingress/anthropic/messages/native-messages-call.js';
-import { countMessagesTokens } from '../../pipeline/count-tokens.js';
-import type { GatewayRuntime } from '../../pipeline/runtime.js';
+import { countMessagesTokens } from '../../pipeline/stages/count-tokens.js';
+import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
 import { pickHeaders } from './generate.js';
 
 /**

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { picoToUsdString, toMicros } from '../../accounting/cost.js';
 import type { ModelConfig } from '../../config/schema.js';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { GatewayRuntime } from '../../pipeline/runtime.js';
+import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
 import type { ResolvedEndpoint } from '../../providers/types.js';
 import { modelVisibleTo } from '../../routing/catalog.js';
 import { anthropicModelList, wantsAnthropicModelList, type AnthropicListQuery } from './anthropic-models.js';

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ProviderConfig } from '../../config/schema.js';
-import type { GatewayRuntime } from '../../pipeline/runtime.js';
+import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
 import type { Catalog } from '../../routing/catalog.js';
 
 /**

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { completeStoredResponse } from '../../ingress/openai/responses/response-object.js';
-import { deleteStoredResponse } from '../../pipeline/delete-response.js';
-import type { GatewayRuntime } from '../../pipeline/runtime.js';
+import { deleteStoredResponse } from '../../pipeline/stages/delete-response.js';
+import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
 import type { ApiKey } from '../../store/keys.js';
 
 /**
@@ -12,7 +12,7 @@ import type { ApiKey } from '../../store/keys.js';
  * retention runs out. A response kept by an older gateway gets the settings it lacks (their
  * defaults), so every body is a complete Response object. `DELETE` removes the response's text
  * everywhere it is kept (its cache entry, its generation record's text, the stored response:
- * pipeline/delete-response.ts).
+ * pipeline/stages/delete-response.ts).
  * @see https://platform.openai.com/docs/api-reference/responses/get
  */
 export function registerResponseRoutes(app: FastifyInstance, rt: () => GatewayRuntime): void {

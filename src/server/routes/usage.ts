@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { GatewayRuntime } from '../../pipeline/runtime.js';
+import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
 import { decodeCursor, GENERATION_STATUSES, searchGenerations, type GenerationStatus } from '../../store/generation-search.js';
 import type { ApiKey } from '../../store/keys.js';
 import type { Database } from '../../store/schema.js';

@@ -13,7 +13,7 @@ const translationLosses = new WeakMap<MessagesRequest, string[]>();
 
 /**
  * `POST /v1/messages` (Anthropic's Messages API; `?beta=true` too: routes ignore the query).
- * To `anthropic` endpoints the client's body goes through natively (pipeline/lane.ts); to
+ * To `anthropic` endpoints the client's body goes through natively (pipeline/attempt/lane.ts); to
  * every other kind it is translated through the internal request, the losses listed as
  * warnings in the generation record. Claude Code's session (its `x-claude-code-session-id`
  * header, else `metadata.user_id`) is the generation's session when `op.session` is unset.

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { OpOptions, ProviderPreferences } from '../../../core/chat-types.js';
-import { compileFastParser, INVALID, type FastParser } from '../../fast-parse.js';
+import { compileFastParser, INVALID, type FastParser } from '../../../util/compile-zod-parser.js';
 import { gatewayFields } from '../../gateway-fields.js';
 import { firstIssueError, requireObject } from '../../validate.js';
 
@@ -161,7 +161,7 @@ const messagesRequestSchema = z
 const countTokensRequestSchema = z.object({ ...baseShape, max_tokens: maxTokens(false).optional() }).passthrough();
 
 /**
- * The compiled validators (src/ingress/fast-parse.ts). A block's and a tool's refinement checks
+ * The compiled validators (src/util/compile-zod-parser.ts). A block's and a tool's refinement checks
  * the parsed value against one more schema with zod; here that check is compiled too.
  */
 function refinedBy(object: z.ZodTypeAny, schemaOf: (value: Record<string, unknown>) => FastParser | undefined): FastParser {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ChatRequest } from '../../../core/chat-types.js';
-import { compileFastParser, INVALID } from '../../fast-parse.js';
+import { compileFastParser, INVALID } from '../../../util/compile-zod-parser.js';
 import { firstIssueError, pickKnown, requireObject } from '../../validate.js';
 import { nullable, openAICommonFields, tokens } from '../openai-request-fields.js';
 import { applyOpenRouterChatFields, openRouterChatFields, otherResponseFormat, serverTool } from './openrouter-chat-fields.js';
@@ -164,7 +164,7 @@ export const chatRequestSchema = z
 const KNOWN_CHAT_FIELDS = new Set(Object.keys(chatRequestSchema._def.schema.shape));
 
 /**
- * {@link chatRequestSchema} compiled (src/ingress/fast-parse.ts): the same output as its
+ * {@link chatRequestSchema} compiled (src/util/compile-zod-parser.ts): the same output as its
  * `safeParse` for every body it accepts, `INVALID` otherwise. Exported for the equivalence test.
  */
 export const fastChatRequest = compileFastParser(chatRequestSchema);

@@ -1,6 +1,6 @@
 import type { CompletionRequest } from '../../../core/chat-types.js';
 import { GatewayError } from '../../../errors/gateway-error.js';
-import type { PlannedEndpoint } from '../../../routing/plan.js';
+import type { PlannedEndpoint } from '../../../routing/route-plan.js';
 import type { GenerationIngress } from '../../types.js';
 import { openAIErrorBody } from '../error-envelope.js';
 import { usageToJson } from '../usage-json.js';
@@ -28,7 +28,7 @@ function restrictForCompletion(req: CompletionRequest, plan: PlannedEndpoint[]):
 
 /**
  * `POST /v1/completions` (seed 000, legacy prompt completions): served natively by endpoints with
- * `supports_text_completions` (see pipeline/lane.ts), otherwise as a one-message chat.
+ * `supports_text_completions` (see pipeline/attempt/lane.ts), otherwise as a one-message chat.
  * @see https://platform.openai.com/docs/api-reference/completions
  */
 export const completionsIngress: GenerationIngress<CompletionRequest> = {

@@ -2,7 +2,7 @@ import { EMBEDDING_INPUTS } from '../../../config/schema.js';
 import type { ChatRequest, Usage } from '../../../core/chat-types.js';
 import type { EmbeddingRequest, EmbeddingResult } from '../../../core/embedding-types.js';
 import { GatewayError } from '../../../errors/gateway-error.js';
-import type { PlannedEndpoint } from '../../../routing/plan.js';
+import type { PlannedEndpoint } from '../../../routing/route-plan.js';
 import type { EmbeddingIngress } from '../../types.js';
 import { openAIErrorBody } from '../error-envelope.js';
 import { parseEmbeddingRequest, type EmbeddingsApiRequest } from './embedding-request-schema.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { GatewayError } from '../../../errors/gateway-error.js';
-import { compileFastParser, INVALID, type FastParser } from '../../fast-parse.js';
+import { compileFastParser, INVALID, type FastParser } from '../../../util/compile-zod-parser.js';
 import { gatewayFields } from '../../gateway-fields.js';
 import { firstIssueError, requireObject } from '../../validate.js';
 import { nullable, tokens } from '../openai-request-fields.js';
@@ -217,7 +217,7 @@ const fastFunctionTool = compileFastParser(functionTool);
 const fastNamespaceTool = compileFastParser(namespaceTool);
 
 /**
- * {@link parseResponsesRequest} through the compiled validators (src/ingress/fast-parse.ts):
+ * {@link parseResponsesRequest} through the compiled validators (src/util/compile-zod-parser.ts):
  * the same result for a body it accepts, {@link INVALID} for any body it would refuse (which
  * then goes through zod, so the error is zod's). Exported for the equivalence test.
  */

@@ -1,6 +1,6 @@
 import type { GenerationIngress } from '../../types.js';
 import { openAIErrorBody } from '../error-envelope.js';
-import { responsesToChat, responsesTranslationWarnings } from './convert-response-to-chat.js';
+import { responsesToChat, responsesTranslationWarnings } from './convert-responses-request-to-chat.js';
 import { inputItems, prepareResponsesRequest } from './previous-response.js';
 import { responseBody } from './response-object.js';
 import { parseResponsesRequest, type ResponsesRequest } from './response-request-schema.js';
@@ -22,7 +22,7 @@ function codexSession(headers: Readonly<Record<string, string>>): { value: strin
 /**
  * `POST /v1/responses` (OpenAI Responses API): translated through the internal chat request to
  * every provider kind, sent natively to `openai` endpoints with `supports_responses` (see
- * pipeline/lane.ts). The response `id` is the generation id; with `store` and a retention that
+ * pipeline/attempt/lane.ts). The response `id` is the generation id; with `store` and a retention that
  * keeps text the response is kept for `GET /v1/responses/{id}` and `previous_response_id`.
  * Codex's `session-id` (older: `session_id`) header is the generation's session when
  * `op.session` is unset.

@@ -1,0 +1,127 @@
+import type { GatewayError } from '../../errors/gateway-error.js';
+import type { IngressAdapter, ResponseIdentity, StreamEncoder } from '../../ingress/types.js';
+import type { ClientSink } from '../state/client-sink.js';
+import type { GenerationDraft } from '../state/generation-draft.js';
+
+/**
+ * The client response stage: headers, keep-alive comments, complete bodies and error responses,
+ * written through the {@link ClientSink}, in the request's client API (its ingress adapter).
+ */
+
+/**
+ * Mutable state of one request's response across attempts. `headersSent` becomes true when the
+ * 200 and the SSE headers are out (a keep-alive comment forces that); `outputStarted` when the
+ * first generated content is — failover is possible until then.
+ */
+/**
+ * Whether the client went away: a flag read on every part of a stream, and an AbortSignal made
+ * only when something must listen (a wait for a connection slot, an embeddings call), since
+ * creating one costs more than the flag.
+ */
+export class ClientGone {
+  aborted = false;
+  private controller: AbortController | undefined;
+
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.controller?.abort();
+  }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort();
+    }
+    return this.controller.signal;
+  }
+}
+
+export interface ResponseState {
+  headersSent: boolean;
+  outputStarted: boolean;
+  readonly clientGone: ClientGone;
+  keepAlive: NodeJS.Timeout | undefined;
+  /** Time the current attempt waited for a local connection slot, in ms (not the upstream's time). */
+  poolWaitMs: number;
+  /** The upstream call in flight, cancelled at once when the client goes away. */
+  upstream?: { abort(reason: Error): void } | undefined;
+}
+
+const KEEP_ALIVE = ': keep-alive\n\n';
+
+/** Headers of every answer of a generation: rate-limit state, request and generation ids. */
+export function responseHeaders(draft: GenerationDraft): Record<string, string> {
+  return { ...draft.extraHeaders, 'x-request-id': draft.requestId, 'x-op-generation-id': draft.id, 'x-generation-id': draft.id };
+}
+
+/**
+ * Headers of an error response: `x-request-id`, `Retry-After` for errors that carry one, and
+ * `x-should-retry: false` on terminal errors (OpenAI and Anthropic SDKs retry every 5xx unless
+ * told otherwise, and a terminal error will fail again).
+ */
+export function errorHeaders(err: GatewayError, requestId: string): Record<string, string> {
+  const headers: Record<string, string> = { 'x-request-id': requestId };
+  if (err.retryAfterSeconds !== undefined) headers['retry-after'] = String(err.retryAfterSeconds);
+  if (err.kind === 'terminal') headers['x-should-retry'] = 'false';
+  return headers;
+}
+
+/** The identity a response and its events carry. */
+export function identityFor(draft: GenerationDraft, model: string): ResponseIdentity {
+  return { id: draft.id, created: Math.floor(draft.createdAt / 1000), model };
+}
+
+/** Send the 200 and SSE headers once. */
+export function sendStreamHeaders(sink: ClientSink, state: ResponseState, draft: GenerationDraft): void {
+  if (state.headersSent) return;
+  state.headersSent = true;
+  sink.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+    ...responseHeaders(draft),
+  });
+}
+
+/**
+ * While a stream waits for its first content, send a keep-alive comment (or the API's own
+ * `text`, e.g. Anthropic's `ping` event) every `intervalMs`
+ * (committing the 200). Stops by itself once output starts or the client leaves.
+ */
+export function startKeepAlive(sink: ClientSink, state: ResponseState, draft: GenerationDraft, intervalMs: number, text: string = KEEP_ALIVE): void {
+  state.keepAlive = setInterval(() => {
+    if (state.outputStarted || state.clientGone.aborted) return stopKeepAlive(state);
+    sendStreamHeaders(sink, state, draft);
+    void sink.write(text);
+  }, intervalMs);
+}
+
+export function stopKeepAlive(state: ResponseState): void {
+  if (state.keepAlive) clearInterval(state.keepAlive);
+  state.keepAlive = undefined;
+}
+
+/**
+ * Answer a request that failed before any output: the error envelope with its status, or —
+ * when keep-alive comments already committed a 200 — the API's stream error event.
+ */
+export async function sendFailure(sink: ClientSink, state: ResponseState, ingress: IngressAdapter, draft: GenerationDraft, err: GatewayError, model: string, request: unknown): Promise<void> {
+  if (state.headersSent) {
+    // Only streams commit headers early, and only generation APIs stream.
+    if (state.outputStarted || ingress.output !== 'generation') return;
+    const encoder = ingress.createStreamEncoder(identityFor(draft, model), request);
+    await sink.write(encoder.error(err, draft.requestId, null, undefined));
+    sink.end(encoder.done());
+    return;
+  }
+  draft.httpStatus = err.status;
+  sink.send(err.status, { ...draft.extraHeaders, 'x-op-generation-id': draft.id, 'x-generation-id': draft.id, ...errorHeaders(err, draft.requestId) }, ingress.errorBody(err, draft.requestId));
+}
+
+/** End a started stream with the API's error event, after the first byte (no failover then). */
+export async function endStreamWithError(sink: ClientSink, encoder: StreamEncoder, draft: GenerationDraft, err: GatewayError, usage: Parameters<StreamEncoder['error']>[2], costUsd: number | undefined): Promise<void> {
+  await sink.write(encoder.error(err, draft.requestId, usage, costUsd));
+  sink.end(encoder.done());
+}

@@ -1,0 +1,54 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { GatewayConfig } from '../../config/schema.js';
+import { adapterFor } from '../../providers/registry.js';
+import type { ProviderAdapter } from '../../providers/types.js';
+import type { UpstreamPools } from '../../upstream/upstream-client.js';
+import type { LiveUpstreamCalls } from '../../upstream/upstream-exchange.js';
+import type { Catalog } from '../../routing/catalog.js';
+import type { HealthRegistry } from '../../routing/endpoint-health.js';
+import type { LimitStore } from '../../limits/limit-store.js';
+import type { RedisConnection } from '../../redis/redis-connection.js';
+import type { ResponseCacheStore } from '../../cache/response-cache-store.js';
+import type { GatewayMetrics } from './metrics.js';
+import type { GenerationWriter } from '../../store/generation-writer.js';
+import type { StoredResponseStore } from '../../store/stored-responses.js';
+
+/** Everything a request needs from the running gateway. `config`/`catalog` change on reload. */
+export interface GatewayRuntime {
+  config: Readonly<GatewayConfig>;
+  catalog: Catalog;
+  pools: UpstreamPools;
+  writer: GenerationWriter;
+  log: FastifyBaseLogger;
+  adapters: Map<string, ProviderAdapter>;
+  health: HealthRegistry;
+  /** Uniform [0, 1) source for routing's weighted choice. */
+  random: () => number;
+  /** Streams and requests in flight (for drain logs). */
+  inFlight: number;
+  /** The process's one Redis connection (`OP_REDIS_URL`), shared by every Redis-backed store; unset without Redis. */
+  redis: RedisConnection | undefined;
+  /** Key credit and rate-limit state (in-process, or Redis). */
+  limits: LimitStore;
+  metrics: GatewayMetrics;
+  /** The exact response cache (Redis, or the embedded database). */
+  cache: ResponseCacheStore;
+  /** Aborted when the drain time of a shutdown runs out: streams still open end with an error chunk. */
+  shutdown: AbortController;
+  /** The upstream calls in flight; all are cut when `shutdown` aborts. */
+  upstreamCalls: LiveUpstreamCalls;
+  /** A key's settled spend since `periodStart` from the database (picodollars). */
+  loadSpent: (keyId: string, periodStart: number) => Promise<bigint>;
+  /** Responses API objects kept for `GET /v1/responses/{id}` and `previous_response_id`. */
+  responses: StoredResponseStore;
+}
+
+/** The adapter of a provider, cached per provider id. */
+export function runtimeAdapter(rt: GatewayRuntime, provider: GatewayConfig['providers'][number]): ProviderAdapter {
+  let a = rt.adapters.get(provider.id);
+  if (!a) {
+    a = adapterFor(provider);
+    rt.adapters.set(provider.id, a);
+  }
+  return a;
+}

@@ -1,0 +1,73 @@
+/** The pure pieces of the ingress layer and the pipeline: content-block framing, lane choice, the registry. */
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ContentBlockFramer } from '../../src/core/content-blocks.js';
+import type { OutputPart } from '../../src/core/stream-part.js';
+import { INGRESS_ADAPTERS, ingressForPath } from '../../src/ingress/registry.js';
+import { chatStreamEncoder } from '../../src/ingress/openai/chat/chat-stream-encoder.js';
+import { chooseLane } from '../../src/pipeline/attempt/lane.js';
+import type { GenerationInput } from '../../src/pipeline/state/generation-input.js';
+import type { ProviderAdapter, ResolvedEndpoint } from '../../src/providers/types.js';
+
+describe('content-block framing', () => {
+  test('runs of one kind form one block; each tool call is a block; close ends the last', () => {
+    const framer = new ContentBlockFramer();
+    const input: OutputPart[] = [
+      { type: 'reasoning', text: 'think' },
+      { type: 'reasoning', text: 'ing' },
+      { type: 'reasoning-details', details: [{ type: 'reasoning.text', signature: 'sig' }] },
+      { type: 'text', text: 'Hello' },
+      { type: 'text', text: '!' },
+      { type: 'tool-call-start', index: 0, id: 'call_a', name: 'f' },
+      { type: 'tool-call-delta', index: 0, argumentsDelta: '{}' },
+      { type: 'tool-call-start', index: 1, id: 'call_b', name: 'g' },
+      { type: 'tool-call-delta', index: 1, argumentsDelta: '{"x":1}' },
+    ];
+    const out = input.flatMap((p) => framer.push(p)).concat(framer.close());
+    const markers = out.filter((p) => p.type === 'block-start' || p.type === 'block-end').map((p) => `${p.type}:${'block' in p ? p.block : ''}:${'index' in p ? p.index : ''}`);
+    assert.deepEqual(markers, [
+      'block-start:reasoning:0', 'block-end:reasoning:0',
+      'block-start:text:1', 'block-end:text:1',
+      'block-start:tool-call:2', 'block-end:tool-call:2',
+      'block-start:tool-call:3', 'block-end:tool-call:3',
+    ]);
+    assert.equal(out.length, input.length + 8);
+    // Each part keeps its order, right after the start of its block.
+    assert.deepEqual(out[1], input[0]);
+    assert.deepEqual(out.at(-2), input.at(-1));
+    assert.deepEqual(framer.close(), []);
+  });
+
+  test('the chat encoder writes nothing for block markers', () => {
+    const encoder = chatStreamEncoder({ id: 'gen_1', created: 1, model: 'm' });
+    assert.equal(encoder.part({ type: 'block-start', block: 'text', index: 0 }), '');
+    assert.equal(encoder.part({ type: 'block-end', block: 'text', index: 0 }), '');
+  });
+});
+
+describe('lane choice', () => {
+  const target = (supportsText: boolean) => ({ endpoint: { supports_text_completions: supportsText }, provider: { kind: 'openai' } }) as unknown as ResolvedEndpoint;
+  const withCompletions = { buildCompletionCall: () => ({}) } as unknown as ProviderAdapter;
+  const chatOnly = {} as ProviderAdapter;
+  const input = (path: string) => ({ ingress: ingressForPath(path)! }) as GenerationInput;
+
+  test('chat translates through the internal request on every endpoint', () => {
+    assert.deepEqual(chooseLane(input('/v1/chat/completions'), target(true), withCompletions), { native: false, operation: 'chat' });
+  });
+
+  test('legacy completions go native only where the endpoint and its adapter serve them', () => {
+    assert.deepEqual(chooseLane(input('/v1/completions'), target(true), withCompletions), { native: true, operation: 'text-completion' });
+    assert.deepEqual(chooseLane(input('/v1/completions'), target(false), withCompletions), { native: false, operation: 'chat' });
+    assert.deepEqual(chooseLane(input('/v1/completions'), target(true), chatOnly), { native: false, operation: 'chat' });
+  });
+});
+
+describe('ingress registry', () => {
+  test('one adapter per path and per API', () => {
+    assert.deepEqual(INGRESS_ADAPTERS.map((a) => [a.path, a.api]), [['/v1/chat/completions', 'chat'], ['/v1/completions', 'completions'], ['/v1/embeddings', 'embeddings'], ['/v1/messages', 'messages'], ['/v1/responses', 'responses']]);
+    assert.equal(ingressForPath('/v1/completions')?.api, 'completions');
+    // A sub-route answers errors in its API's envelope.
+    assert.equal(ingressForPath('/v1/messages/count_tokens')?.api, 'messages');
+    assert.equal(ingressForPath('/v1/nope'), undefined);
+  });
+});
