@@ -1,18 +1,20 @@
+import type { ClientApi } from '../core/client-api.js';
 import type { ChatRequest, FinishReason, Usage } from '../core/chat-types.js';
 import type { ChatResult } from '../core/chat-result.js';
 import type { EmbeddingRequest, EmbeddingResult } from '../core/embedding-types.js';
 import type { OutputPart } from '../core/stream-part.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 import type { PlannedEndpoint } from '../routing/route-plan.js';
-import type { ResolvedEndpoint, UpstreamCall } from '../providers/types.js';
 import type { StoredResponse, StoredResponseStore } from '../store/stored-responses.js';
 
 /**
  * The client APIs the gateway serves, one ingress adapter each; the value of a generation
- * record's `api`. Adding an API: a folder under src/ingress/<vendor>/<api>/ with an adapter, a
- * name here, an entry in registry.ts, and a case in the pipeline's lane choice (pipeline/attempt/lane.ts).
+ * record's `api` (declared in core/client-api.ts, so providers can key their native lanes by it).
+ * Adding an API: a folder under src/ingress/<vendor>/<api>/ with an adapter, a name in
+ * core/client-api.ts, an entry in registry.ts; a provider that serves it natively adds a lane in
+ * its folder (providers/<kind>/native/, keyed in its adapter's `native`).
  */
-export type ClientApi = 'chat' | 'completions' | 'embeddings' | 'messages' | 'responses';
+export type { ClientApi } from '../core/client-api.js';
 
 /** Identity shared by a response and every event of its stream. `created` is Unix seconds. */
 export interface ResponseIdentity {
@@ -114,7 +116,10 @@ export interface GenerationIngress<Req = unknown> extends IngressAdapterBase<Req
   responseBody(ident: ResponseIdentity, result: ChatResult, usage: Usage, costUsd: number, req: Req): unknown;
   /** What a stream writes while it waits for its first content; default an SSE comment. */
   readonly keepAlive?: string;
-  /** Client request headers (lower case) handed to {@link nativeCall} (e.g. `anthropic-beta`). */
+  /**
+   * Client request headers (lower case) handed to a provider's native lane for this API
+   * (providers/types.ts `NativeLane.buildCall`, e.g. `anthropic-beta`).
+   */
   readonly forwardHeaders?: readonly string[];
   /**
    * Client request headers (lower case) that may name the generation's session (agent clients:
@@ -130,12 +135,6 @@ export interface GenerationIngress<Req = unknown> extends IngressAdapterBase<Req
    * when the client names none.
    */
   clientSession?(req: Req, headers: Readonly<Record<string, string>>): { value: string; param: string } | undefined;
-  /**
-   * The native upstream call of the pass-through lane (pipeline/attempt/lane.ts chooses it): the
-   * client's own request with only the gateway's edits; `headers` are the client's
-   * {@link forwardHeaders}.
-   */
-  nativeCall?(req: Req, target: ResolvedEndpoint, stream: boolean, headers: Readonly<Record<string, string>>): UpstreamCall;
   /**
    * The pass-through lane's answer in its other form, for the response cache: the body a
    * relayed stream adds up to, and the stream events of a relayed body (Messages: the

@@ -1,7 +1,7 @@
 import type { ChatRequest } from '../core/chat-types.js';
 import { requestedOutputLimit } from '../core/output-limit.js';
 import { toMicros } from '../accounting/cost.js';
-import type { ResolvedEndpoint } from '../providers/types.js';
+import type { ResolvedEndpoint } from '../routing/resolved-endpoint.js';
 
 /** USD decimal string → picodollars. */
 export const usdToPico = (usd: string | number): bigint => toMicros(usd) * 1_000_000n;

@@ -22,6 +22,8 @@ export function withClientSafeErrors(adapter: ProviderAdapter, provider: Provide
     return parts;
   };
   const wrapped: ProviderAdapter = {
+    // Native lanes build calls only; their answers are read by the wrapped parsers below.
+    native: adapter.native,
     buildChatCall: (req, target, stream) => adapter.buildChatCall(req, target, stream),
     parseResult(body, operation) {
       try {
@@ -40,11 +42,6 @@ export function withClientSafeErrors(adapter: ProviderAdapter, provider: Provide
     },
     parseErrorResponse: (status, headers, bodyText) => clientSafeUpstreamError(adapter.parseErrorResponse(status, headers, bodyText), ref),
   };
-  if (adapter.buildCompletionCall) {
-    const build = adapter.buildCompletionCall.bind(adapter);
-    wrapped.buildCompletionCall = (req, target, stream) => build(req, target, stream);
-  }
-  if (adapter.buildResponsesCall) wrapped.buildResponsesCall = adapter.buildResponsesCall.bind(adapter);
   if (adapter.buildEmbeddingCall) wrapped.buildEmbeddingCall = adapter.buildEmbeddingCall.bind(adapter);
   if (adapter.parseEmbeddingResult) {
     const parse = adapter.parseEmbeddingResult.bind(adapter);

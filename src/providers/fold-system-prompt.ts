@@ -1,5 +1,5 @@
 import type { ChatMessage, ContentPart } from '../core/chat-types.js';
-import type { ResolvedEndpoint } from './types.js';
+import type { ProviderTarget } from './types.js';
 
 /** Model families known to reject a system instruction (Gemma on the Gemini API: "Developer instruction is not enabled"). */
 const NO_SYSTEM_FAMILIES = [/gemma/i];
@@ -9,7 +9,7 @@ const NO_SYSTEM_FAMILIES = [/gemma/i];
  * `fold_system_prompt` setting, else true when the upstream model belongs to a family known
  * to reject a system instruction (Gemma).
  */
-export function foldsSystemPrompt(target: ResolvedEndpoint): boolean {
+export function foldsSystemPrompt(target: ProviderTarget): boolean {
   return target.endpoint.fold_system_prompt ?? NO_SYSTEM_FAMILIES.some((re) => re.test(target.endpoint.upstream_model));
 }
 

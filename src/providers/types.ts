@@ -1,12 +1,17 @@
-import type { ChatRequest, CompletionRequest, Usage } from '../core/chat-types.js';
+import type { ChatRequest, Usage } from '../core/chat-types.js';
+import type { ClientApi } from '../core/client-api.js';
 import type { ChatResult } from '../core/chat-result.js';
 import type { EmbeddingRequest, EmbeddingResult } from '../core/embedding-types.js';
 import type { StreamPart } from '../core/stream-part.js';
 import type { EndpointConfig, ModelConfig, OutputLimitPolicy, ProviderConfig, TimeoutsConfig } from '../config/schema.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 
-/** One model served by one provider, resolved from config; what the router plans with. */
-export interface ResolvedEndpoint {
+/**
+ * What a provider adapter needs of the endpoint it calls: one model served by one provider,
+ * resolved from config. Routing plans with the same shape (`ResolvedEndpoint`,
+ * routing/resolved-endpoint.ts); providers name only this one, as they sit below routing.
+ */
+export interface ProviderTarget {
   /** Stable id: `<provider id>/<upstream model>`. */
   readonly id: string;
   readonly model: ModelConfig;
@@ -58,6 +63,45 @@ export interface StreamTransform {
 export type UpstreamOperation = 'chat' | 'text-completion' | 'embeddings' | 'responses';
 
 /**
+ * An endpoint flag (`EndpointConfig`) a native lane needs set on the endpoint before it is chosen:
+ * the endpoint serves that API itself (`/completions`, `/responses`).
+ */
+export type EndpointCapability = 'supports_text_completions' | 'supports_responses';
+
+/**
+ * One native pairing (client API → this provider kind, "same format in and out"): the upstream
+ * call is built from the client's own validated request (`Req`: its body as the ingress parsed
+ * it) with only the gateway's edits (model name, output limit, dropped parameters), so nothing
+ * the internal format cannot carry is lost. pipeline/attempt/lane.ts chooses it.
+ */
+export interface NativeLane<Req = unknown> {
+  readonly native: true;
+  /** Which response format the adapter's `parseResult` / `createStreamTransform` read. */
+  readonly operation: UpstreamOperation;
+  /**
+   * The client receives the upstream's own response (its stream events or body) while the
+   * provider's parser still reads usage and errors from it.
+   */
+  readonly relayUpstream?: boolean;
+  /** The endpoint flag this lane needs; unset: every endpoint of the kind serves it. */
+  readonly requires?: EndpointCapability;
+  /**
+   * Build the upstream call. `headers` are the client's headers the API forwards (its
+   * `forwardHeaders`, e.g. `anthropic-beta`), lower-case names.
+   * @throws GatewayError for requests the provider cannot take (`param` set).
+   */
+  buildCall(req: Req, target: ProviderTarget, stream: boolean, headers: Readonly<Record<string, string>>): UpstreamCall | Promise<UpstreamCall>;
+  /**
+   * The lane's token count call (`POST /v1/messages/count_tokens` → an `anthropic` upstream):
+   * the same request without its output fields; the answer's JSON holds `input_tokens`.
+   */
+  countTokens?(req: Req, target: ProviderTarget, headers: Readonly<Record<string, string>>): UpstreamCall;
+}
+
+/** A provider adapter's native lanes, by the client API each serves; an API not listed is translated. */
+export type NativeLanes = Partial<Record<ClientApi, NativeLane>>;
+
+/**
  * What a provider kind must implement. Adapters are stateless: pure conversions at the edge
  * between the OpenAI chat format and the provider's wire format.
  */
@@ -66,19 +110,20 @@ export interface ProviderAdapter {
    * Build the upstream chat call. May be async (e.g. Gemini fetches image URLs to inline them).
    * @throws GatewayError for requests the provider cannot take (`param` set).
    */
-  buildChatCall(req: ChatRequest, target: ResolvedEndpoint, stream: boolean): UpstreamCall | Promise<UpstreamCall>;
-  /** Build a native text-completion call, for endpoints with `supports_text_completions`. */
-  buildCompletionCall?(req: CompletionRequest, target: ResolvedEndpoint, stream: boolean): UpstreamCall | Promise<UpstreamCall>;
+  buildChatCall(req: ChatRequest, target: ProviderTarget, stream: boolean): UpstreamCall | Promise<UpstreamCall>;
   /**
-   * Build a native Responses API call (`POST /responses`) from the client's validated Responses
-   * request, for endpoints with `supports_responses` (the `openai` kind).
+   * The client APIs this kind serves natively (its folder's native/ files): `openai` completions
+   * and Responses, `anthropic` Messages; every other API is translated through {@link buildChatCall}.
    */
-  buildResponsesCall?(req: Record<string, unknown>, target: ResolvedEndpoint, stream: boolean): UpstreamCall | Promise<UpstreamCall>;
+  readonly native: NativeLanes;
   /**
    * Build one upstream embeddings call for `req` (its `input` already cut to the endpoint's
-   * `max_embedding_inputs`); present on kinds that serve embeddings.
+   * `max_embedding_inputs`); present on kinds that serve embeddings. Not a {@link NativeLane}:
+   * it takes the internal embeddings request one batch at a time, never streams, is read by
+   * {@link parseEmbeddingResult} rather than `parseResult`, and `gemini` translates it
+   * (`batchEmbedContents`) rather than passing the client's body on.
    */
-  buildEmbeddingCall?(req: EmbeddingRequest, target: ResolvedEndpoint): UpstreamCall | Promise<UpstreamCall>;
+  buildEmbeddingCall?(req: EmbeddingRequest, target: ProviderTarget): UpstreamCall | Promise<UpstreamCall>;
   /**
    * Parse a 2xx embeddings response body (already JSON-parsed).
    * @throws GatewayError `upstream_invalid_response` when it holds no vectors.

@@ -1,5 +1,5 @@
 import type { GatewayConfig, ModelConfig } from '../config/schema.js';
-import type { ResolvedEndpoint } from '../providers/types.js';
+import type { ResolvedEndpoint } from './resolved-endpoint.js';
 
 /** The models and endpoints of one config, resolved for routing. Immutable. */
 export interface Catalog {

@@ -1,7 +1,7 @@
 import type { ChatRequest } from '../core/chat-types.js';
 import { requestedOutputLimit } from '../core/output-limit.js';
 import { toMicros } from '../accounting/cost.js';
-import type { ResolvedEndpoint } from '../providers/types.js';
+import type { ResolvedEndpoint } from './resolved-endpoint.js';
 
 /** A prompt's size: a cheap upper bound and the tokenizer's estimate on demand. */
 export interface PromptTokens {

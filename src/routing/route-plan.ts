@@ -1,6 +1,6 @@
 import type { ChatRequest } from '../core/chat-types.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import type { ResolvedEndpoint } from '../providers/types.js';
+import type { ResolvedEndpoint } from './resolved-endpoint.js';
 import type { Catalog } from './catalog.js';
 import { meetsPerformance, type Admission, type HealthRegistry } from './endpoint-health.js';
 import { stickyKey } from './sticky-routes.js';

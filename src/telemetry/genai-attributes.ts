@@ -2,7 +2,7 @@ import type { ChatRequest } from '../core/chat-types.js';
 import { requestedOutputLimit } from '../core/output-limit.js';
 import type { ClientApi } from '../ingress/types.js';
 import type { Attempt, GenerationDraft } from '../pipeline/state/generation-draft.js';
-import type { ResolvedEndpoint } from '../providers/types.js';
+import type { ResolvedEndpoint } from '../routing/resolved-endpoint.js';
 
 /**
  * Span and metric attributes of a generation, named per the OpenTelemetry GenAI semantic

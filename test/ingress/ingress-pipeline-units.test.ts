@@ -7,7 +7,9 @@ import { INGRESS_ADAPTERS, ingressForPath } from '../../src/ingress/registry.js'
 import { chatStreamEncoder } from '../../src/ingress/openai/chat/chat-stream-encoder.js';
 import { chooseLane } from '../../src/pipeline/attempt/lane.js';
 import type { GenerationInput } from '../../src/pipeline/state/generation-input.js';
-import type { ProviderAdapter, ResolvedEndpoint } from '../../src/providers/types.js';
+import { OPENAI_COMPLETIONS_LANE } from '../../src/providers/openai/native/completions.js';
+import type { ProviderAdapter } from '../../src/providers/types.js';
+import type { ResolvedEndpoint } from '../../src/routing/resolved-endpoint.js';
 
 describe('content-block framing', () => {
   test('runs of one kind form one block; each tool call is a block; close ends the last', () => {
@@ -47,8 +49,8 @@ describe('content-block framing', () => {
 
 describe('lane choice', () => {
   const target = (supportsText: boolean) => ({ endpoint: { supports_text_completions: supportsText }, provider: { kind: 'openai' } }) as unknown as ResolvedEndpoint;
-  const withCompletions = { buildCompletionCall: () => ({}) } as unknown as ProviderAdapter;
-  const chatOnly = {} as ProviderAdapter;
+  const withCompletions = { native: { completions: OPENAI_COMPLETIONS_LANE } } as unknown as ProviderAdapter;
+  const chatOnly = { native: {} } as unknown as ProviderAdapter;
   const input = (path: string) => ({ ingress: ingressForPath(path)! }) as GenerationInput;
 
   test('chat translates through the internal request on every endpoint', () => {
@@ -56,7 +58,9 @@ describe('lane choice', () => {
   });
 
   test('legacy completions go native only where the endpoint and its adapter serve them', () => {
-    assert.deepEqual(chooseLane(input('/v1/completions'), target(true), withCompletions), { native: true, operation: 'text-completion' });
+    const lane = chooseLane(input('/v1/completions'), target(true), withCompletions);
+    assert.deepEqual({ native: lane.native, operation: lane.operation }, { native: true, operation: 'text-completion' });
+    assert.equal(lane, OPENAI_COMPLETIONS_LANE, 'the adapter\'s own lane, looked up');
     assert.deepEqual(chooseLane(input('/v1/completions'), target(false), withCompletions), { native: false, operation: 'chat' });
     assert.deepEqual(chooseLane(input('/v1/completions'), target(true), chatOnly), { native: false, operation: 'chat' });
   });

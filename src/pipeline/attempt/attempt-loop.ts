@@ -2,7 +2,7 @@ import type { PromptSize } from '../../accounting/estimate-tokens.js';
 import { stickyKey } from '../../routing/sticky-routes.js';
 import { GatewayError, toGatewayError } from '../../errors/gateway-error.js';
 import { affordableOutputTokens, worstCaseCost, worstCaseOutputTokens } from '../../limits/credit.js';
-import type { ResolvedEndpoint } from '../../providers/types.js';
+import type { ResolvedEndpoint } from '../../routing/resolved-endpoint.js';
 import type { PlannedEndpoint } from '../../routing/route-plan.js';
 import type { CreditLimit } from '../stages/admit.js';
 import type { ClientSink } from '../state/client-sink.js';

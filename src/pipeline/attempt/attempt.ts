@@ -1,6 +1,7 @@
 import type { PromptSize } from '../../accounting/estimate-tokens.js';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { ProviderAdapter, ResolvedEndpoint } from '../../providers/types.js';
+import type { ProviderAdapter } from '../../providers/types.js';
+import type { ResolvedEndpoint } from '../../routing/resolved-endpoint.js';
 import { transportErrorToGatewayError } from '../../providers/upstream-errors.js';
 import type { ClientSink } from '../state/client-sink.js';
 import type { ResponseState } from '../stages/client-response.js';

@@ -1,79 +1,55 @@
-import type { CompletionRequest } from '../../core/chat-types.js';
-import { clampOutputLimit, requestedOutputLimit, withOutputLimitAtMost } from '../../core/output-limit.js';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { ProviderAdapter, ResolvedEndpoint, UpstreamCall, UpstreamOperation } from '../../providers/types.js';
+import { clampOutputLimit, requestedOutputLimit, withOutputLimitAtMost } from '../../core/output-limit.js';
+import type { NativeLane, ProviderAdapter, UpstreamCall, UpstreamOperation } from '../../providers/types.js';
+import type { ResolvedEndpoint } from '../../routing/resolved-endpoint.js';
 import { outputLimitParam, type GenerationInput } from '../state/generation-input.js';
 
 /**
- * How one attempt reaches its endpoint: `native` sends the client's own request on (only the
- * gateway's edits: model name, limits), for "same format in and out", so nothing the internal
- * format cannot carry is lost; `translate` goes through the internal chat request. `operation`
- * tells the provider adapter which response format to parse.
+ * How one attempt reaches its endpoint: a provider's {@link NativeLane} sends the client's own
+ * request on (only the gateway's edits: model name, limits), for "same format in and out", so
+ * nothing the internal format cannot carry is lost; the translate lane goes through the internal
+ * chat request. `operation` tells the provider adapter which response format to parse.
  */
-export interface Lane {
-  readonly native: boolean;
+export type Lane = TranslateLane | NativeLane;
+
+/** The translate lane: the internal chat request through the adapter's `buildChatCall`. */
+export interface TranslateLane {
+  readonly native: false;
   readonly operation: UpstreamOperation;
-  /**
-   * The client receives the upstream's own response (its stream events or body) while the
-   * provider's parser still reads usage and errors from it (same format in and out).
-   */
-  readonly relayUpstream?: boolean;
+  readonly relayUpstream?: undefined;
 }
 
-const TRANSLATE: Lane = { native: false, operation: 'chat' };
-const NATIVE_TEXT_COMPLETION: Lane = { native: true, operation: 'text-completion' };
-const NATIVE_EMBEDDINGS: Lane = { native: true, operation: 'embeddings' };
-/** Messages → `anthropic`: the client's body and betas go through; the events come back as sent. */
-const NATIVE_MESSAGES: Lane = { native: true, operation: 'chat', relayUpstream: true };
-const NATIVE_RESPONSES: Lane = { native: true, operation: 'responses' };
+const TRANSLATE: TranslateLane = { native: false, operation: 'chat' };
+/**
+ * Embeddings: built per batch by the embedding attempt from the internal embeddings request
+ * (`buildEmbeddingCall`), on every kind whose adapter builds one (config refuses the others).
+ */
+const EMBEDDINGS: TranslateLane = { native: false, operation: 'embeddings' };
 
 /**
- * The one place that chooses between pass-through and translation, from the client API and the
- * endpoint (its provider kind and what it serves). A new API or a new native pairing (Messages →
- * an `anthropic` provider, Responses → an `openai` endpoint serving `/responses`) adds a case here.
+ * The one place that chooses between pass-through and translation: the provider adapter's
+ * native lane for the client API (providers/<kind>/native/), when the endpoint has the flag the
+ * lane requires (`supports_text_completions`, `supports_responses`); else translation. A new
+ * native pairing is a lane in the provider's folder, nothing here.
  */
 export function chooseLane(input: GenerationInput, target: ResolvedEndpoint, adapter: ProviderAdapter): Lane {
-  switch (input.ingress.api) {
-    case 'chat':
-      // The internal request is the chat format: for `openai` endpoints the translation is the
-      // client's body with the gateway's edits (dialect, dropped parameters).
-      return TRANSLATE;
-    case 'completions':
-      return target.endpoint.supports_text_completions && adapter.buildCompletionCall !== undefined ? NATIVE_TEXT_COMPLETION : TRANSLATE;
-    case 'responses':
-      // Responses → an `openai` endpoint that serves `/responses` (`supports_responses`).
-      return target.endpoint.supports_responses && adapter.buildResponsesCall !== undefined ? NATIVE_RESPONSES : TRANSLATE;
-    case 'embeddings':
-      // Served only by endpoints with `embeddings: true`, on kinds whose adapter builds the call
-      // (config refuses the others): `openai` and `local` take the client's fields as they are,
-      // `gemini` builds `batchEmbedContents` from them.
-      return NATIVE_EMBEDDINGS;
-    case 'messages':
-      // Same format in and out for `anthropic` endpoints; every other kind translates.
-      return target.provider.kind === 'anthropic' ? NATIVE_MESSAGES : TRANSLATE;
-  }
+  if (input.ingress.output === 'embeddings') return EMBEDDINGS;
+  const native = adapter.native[input.ingress.api];
+  if (native === undefined || (native.requires !== undefined && target.endpoint[native.requires] !== true)) return TRANSLATE;
+  return native;
 }
+
+/** No client headers: what a native lane gets when the API forwards none. */
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
 /**
  * Build the upstream call of a generation attempt in its lane. May be async (e.g. Gemini inlines
  * images). Embeddings calls are built per batch by the embedding attempt.
  */
 export function buildUpstreamCall(lane: Lane, input: GenerationInput, target: ResolvedEndpoint, adapter: ProviderAdapter): UpstreamCall | Promise<UpstreamCall> {
-  switch (lane.operation) {
-    case 'text-completion':
-      // chooseLane picks this lane only for the completions API on adapters that build it.
-      return adapter.buildCompletionCall!(input.request as CompletionRequest, target, input.stream);
-    case 'chat':
-      if (lane.native && input.ingress.output === 'generation' && input.ingress.nativeCall) {
-        return input.ingress.nativeCall(input.request, target, input.stream, input.headers ?? {});
-      }
-      return buildTranslatedCall(input, target, adapter);
-    case 'responses':
-      // chooseLane picks this lane only for the Responses API on adapters that build it.
-      return adapter.buildResponsesCall!(input.request as Record<string, unknown>, target, input.stream);
-    case 'embeddings':
-      throw new GatewayError('internal_error', 'embeddings calls are built per batch by the embedding attempt');
-  }
+  if (lane.operation === 'embeddings') throw new GatewayError('internal_error', 'embeddings calls are built per batch by the embedding attempt');
+  if (lane.native) return lane.buildCall(input.request, target, input.stream, input.headers ?? NO_HEADERS);
+  return buildTranslatedCall(input, target, adapter);
 }
 
 /**

@@ -2,8 +2,8 @@ import { PromptSize } from '../../accounting/estimate-tokens.js';
 import { checkBodyBounds } from '../../ingress/body-bounds.js';
 import { convertMessagesToChat } from '../../ingress/anthropic/messages/convert-messages-to-chat.js';
 import { parseCountTokensRequest } from '../../ingress/anthropic/messages/messages-request-schema.js';
-import { nativeCountTokensCall } from '../../ingress/anthropic/messages/native-messages-call.js';
-import type { ResolvedEndpoint } from '../../providers/types.js';
+import type { UpstreamCall } from '../../providers/types.js';
+import type { ResolvedEndpoint } from '../../routing/resolved-endpoint.js';
 import { UpstreamExchange } from '../../upstream/upstream-exchange.js';
 import { resolveAliases } from '../../routing/catalog.js';
 import { resolveModelNames } from '../../routing/model-names.js';
@@ -30,8 +30,9 @@ const DEFAULT_COUNT_TIMEOUT_MS = 30_000;
 
 /**
  * Count the input tokens of a Messages request (`POST /v1/messages/count_tokens`) for the
- * endpoint the router would try first: an `anthropic` endpoint's own count
- * (`POST …/v1/messages/count_tokens` upstream, the client's `anthropic-*` headers forwarded),
+ * endpoint the router would try first: its own count when its provider's Messages native lane
+ * counts (`countTokens`: an `anthropic` endpoint's `POST …/v1/messages/count_tokens`, the
+ * client's `anthropic-*` headers forwarded),
  * otherwise — or when that call fails — the gateway's estimate (o200k tokenizer over the
  * translated request). Model names resolve as on `/v1/messages` (aliases, presets, variants
  * such as `:floor`); the request counts against the key's rate limits (`x-ratelimit-*`
@@ -51,9 +52,10 @@ export async function countMessagesTokens(
   await admitWithoutCredit(rt, key, chat, rateHeaders);
   const prompt = new PromptSize(chat.messages, chat.tools);
   const first = planRoute(chat, { catalog: rt.catalog, health: rt.health, random: rt.random }, prompt).endpoints[0]!.target;
-  if (first.provider.kind === 'anthropic') {
+  const count = runtimeAdapter(rt, first.provider).native.messages?.countTokens;
+  if (count !== undefined) {
     try {
-      const counted = await upstreamCount(rt, first, nativeCountTokensCall({ ...req, model: chat.model }, first, headers));
+      const counted = await upstreamCount(rt, first, count({ ...req, model: chat.model }, first, headers));
       if (counted !== undefined) return { input_tokens: counted, source: 'upstream', endpoint: first.id };
       rt.log.warn({ endpoint: first.id }, 'count_tokens: the upstream answer has no input_tokens; using the estimate');
     } catch (err) {
@@ -70,7 +72,7 @@ export async function countMessagesTokens(
  * @returns undefined when the answer holds no numeric `input_tokens`.
  * @throws GatewayError (upstream error, oversized body), transport errors.
  */
-async function upstreamCount(rt: GatewayRuntime, target: ResolvedEndpoint, call: ReturnType<typeof nativeCountTokensCall>): Promise<number | undefined> {
+async function upstreamCount(rt: GatewayRuntime, target: ResolvedEndpoint, call: UpstreamCall): Promise<number | undefined> {
   const slot = await rt.pools.acquire(target.provider, target.timeouts.pool_wait_ms, () => [rt.shutdown.signal]);
   const res = new UpstreamExchange(call, rt.pools.agentFor(target.provider), target.timeouts, rt.upstreamCalls);
   const totalMs = target.timeouts.total_ms > 0 ? target.timeouts.total_ms : DEFAULT_COUNT_TIMEOUT_MS;

@@ -2,7 +2,7 @@ import { computeCost, picoToUsdNumber } from '../../accounting/cost.js';
 import { clampUsage, USAGE_CLAMPED } from '../../accounting/usage-bounds.js';
 import type { PromptSize } from '../../accounting/estimate-tokens.js';
 import type { Usage } from '../../core/chat-types.js';
-import type { ResolvedEndpoint } from '../../providers/types.js';
+import type { ResolvedEndpoint } from '../../routing/resolved-endpoint.js';
 import { generationEnd, type GenerationEndEvent } from '../state/events.js';
 import type { GenerationDraft } from '../state/generation-draft.js';
 import type { GenerationInput } from '../state/generation-input.js';

@@ -1,7 +1,7 @@
 import { channel, type Channel } from 'node:diagnostics_channel';
 import type { ChatRequest } from '../../core/chat-types.js';
 import type { GatewayError } from '../../errors/gateway-error.js';
-import type { ResolvedEndpoint } from '../../providers/types.js';
+import type { ResolvedEndpoint } from '../../routing/resolved-endpoint.js';
 import type { Attempt, GenerationDraft } from './generation-draft.js';
 import type { GatewayMetrics } from './metrics.js';
 

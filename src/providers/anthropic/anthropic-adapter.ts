@@ -4,6 +4,7 @@ import { parseAnthropicErrorResponse } from './anthropic-error.js';
 import { createAnthropicStreamTransform } from './anthropic-stream-transform.js';
 import { convertAnthropicResponse } from './convert-anthropic-response.js';
 import { convertToAnthropicRequest } from './convert-to-anthropic-request.js';
+import { ANTHROPIC_MESSAGES_LANE } from './native/messages.js';
 
 /**
  * The adapter for provider kind `anthropic`: the Anthropic Messages API
@@ -14,6 +15,7 @@ import { convertToAnthropicRequest } from './convert-to-anthropic-request.js';
 export function createAnthropicAdapter(provider: ProviderConfig): ProviderAdapter {
   const providerId = provider.id;
   return {
+    native: { messages: ANTHROPIC_MESSAGES_LANE },
     buildChatCall: (req, target, stream) => convertToAnthropicRequest(req, target, stream),
     parseResult: (body) => convertAnthropicResponse(providerId, body),
     createStreamTransform: () => createAnthropicStreamTransform(providerId),

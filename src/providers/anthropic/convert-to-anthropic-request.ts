@@ -2,7 +2,7 @@ import type { ChatRequest } from '../../core/chat-types.js';
 import { requestedOutputLimit } from '../../core/output-limit.js';
 import type { ProviderConfig } from '../../config/schema.js';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { ResolvedEndpoint, UpstreamCall } from '../types.js';
+import type { ProviderTarget, UpstreamCall } from '../types.js';
 import { planThinking, thinkingBudgetFor, wantsSummarizedThinking } from './anthropic-thinking.js';
 import type { AnthropicRequestBody, AnthropicThinking } from './anthropic-wire-types.js';
 import { convertToAnthropicMessages } from './convert-to-anthropic-messages.js';
@@ -73,7 +73,7 @@ function stopSequences(stop: string | string[], warnings: string[]): string[] {
  * @see https://docs.anthropic.com/en/api/messages
  * @see https://docs.anthropic.com/en/api/openai-sdk
  */
-export function convertToAnthropicRequest(req: ChatRequest, target: ResolvedEndpoint, stream: boolean): UpstreamCall {
+export function convertToAnthropicRequest(req: ChatRequest, target: ProviderTarget, stream: boolean): UpstreamCall {
   const supported = target.endpoint.supported_parameters as readonly string[];
   const dropped: string[] = [];
   const warnings: string[] = [];

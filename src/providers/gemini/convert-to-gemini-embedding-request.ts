@@ -1,6 +1,6 @@
 import type { EmbeddingRequest } from '../../core/embedding-types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { ResolvedEndpoint, UpstreamCall } from '../types.js';
+import type { ProviderTarget, UpstreamCall } from '../types.js';
 import { geminiHeaders, geminiMethodUrl, geminiModelName } from './convert-to-gemini-request.js';
 import type { GeminiBatchEmbedRequest, GeminiEmbedContentRequest } from './gemini-wire-types.js';
 
@@ -16,7 +16,7 @@ import type { GeminiBatchEmbedRequest, GeminiEmbedContentRequest } from './gemin
  *   when another endpoint can take them).
  * @see https://ai.google.dev/api/embeddings#method:-models.batchembedcontents
  */
-export function convertToGeminiEmbeddingRequest(req: EmbeddingRequest, target: ResolvedEndpoint): UpstreamCall {
+export function convertToGeminiEmbeddingRequest(req: EmbeddingRequest, target: ProviderTarget): UpstreamCall {
   const model = geminiModelName(target.endpoint.upstream_model);
   const requests = req.input.map((item, i): GeminiEmbedContentRequest => {
     if (typeof item !== 'string') {

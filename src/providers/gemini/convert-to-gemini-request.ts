@@ -1,6 +1,6 @@
 import type { ChatRequest, FunctionTool, ResponseFormat, ToolChoice } from '../../core/chat-types.js';
 import { requestedOutputLimit } from '../../core/output-limit.js';
-import type { ResolvedEndpoint, UpstreamCall } from '../types.js';
+import type { ProviderTarget, UpstreamCall } from '../types.js';
 import { convertJsonSchemaToGemini } from './convert-json-schema-to-gemini.js';
 import { convertToGeminiContents, type ContentsOptions } from './convert-to-gemini-contents.js';
 import { convertToGeminiThinkingConfig, usesThinkingLevel } from './gemini-thinking-config.js';
@@ -48,7 +48,7 @@ export function geminiMethodUrl(baseUrl: string | undefined, upstreamModel: stri
 }
 
 /** Headers of a call: the key as `x-goog-api-key`, then the provider's extra headers. */
-export function geminiHeaders(target: ResolvedEndpoint, stream: boolean): Record<string, string> {
+export function geminiHeaders(target: ProviderTarget, stream: boolean): Record<string, string> {
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: stream ? 'text/event-stream' : 'application/json' };
   if (target.provider.api_key) headers['x-goog-api-key'] = target.provider.api_key;
   for (const [k, v] of Object.entries(target.provider.headers)) headers[k.toLowerCase()] = v;
@@ -126,7 +126,7 @@ function applyResponseFormat(format: ResponseFormat, config: GeminiGenerationCon
  */
 export async function convertToGeminiRequest(
   req: ChatRequest,
-  target: ResolvedEndpoint,
+  target: ProviderTarget,
   stream: boolean,
   fetchImage: ContentsOptions['fetchImage'],
 ): Promise<UpstreamCall> {

@@ -19,6 +19,7 @@ import { createGeminiStreamTransform } from './gemini-stream-transform.js';
  */
 export function createGeminiAdapter(provider: ProviderConfig): ProviderAdapter {
   return {
+    native: {},
     // One fetcher per request: its image count and byte caps are per request.
     buildChatCall: (req, target, stream) => convertToGeminiRequest(req, target, stream, requestImageFetcher(provider.image_fetch)),
     buildEmbeddingCall: convertToGeminiEmbeddingRequest,

@@ -1,6 +1,8 @@
 import type { ProviderConfig } from '../../config/schema.js';
 import { createOpenAIAdapter } from '../openai/openai-adapter.js';
-import type { ProviderAdapter, ResolvedEndpoint } from '../types.js';
+import type { CompletionRequest } from '../../core/chat-types.js';
+import { OPENAI_COMPLETIONS_LANE } from '../openai/native/completions.js';
+import type { NativeLane, ProviderAdapter, ProviderTarget } from '../types.js';
 import { engineFor, type EngineEndpoint, type EngineSupervisor } from './engine-supervisor.js';
 import { engineStartConfig } from './local-settings.js';
 
@@ -18,7 +20,7 @@ export function createLocalAdapter(provider: ProviderConfig): ProviderAdapter {
 
   // Engines by model source (this adapter lives as long as this provider config does).
   const engines = new Map<string, EngineSupervisor>();
-  const engine = (target: ResolvedEndpoint): EngineSupervisor => {
+  const engine = (target: ProviderTarget): EngineSupervisor => {
     const source = target.endpoint.upstream_model;
     let e = engines.get(source);
     if (!e || e.stopped) {
@@ -30,19 +32,25 @@ export function createLocalAdapter(provider: ProviderConfig): ProviderAdapter {
   };
 
   /** The target with the provider's address replaced by the engine's. */
-  const atEngine = (target: ResolvedEndpoint, at: EngineEndpoint): ResolvedEndpoint => ({
+  const atEngine = (target: ProviderTarget, at: EngineEndpoint): ProviderTarget => ({
     ...target,
     provider: { ...target.provider, base_url: `${at.origin}/v1`, api_key: at.token, headers: {} },
   });
 
+  /** Legacy completions go natively to the engine (`supports_text_completions`), as to an `openai` endpoint. */
+  const completions: NativeLane<CompletionRequest> = {
+    ...OPENAI_COMPLETIONS_LANE,
+    async buildCall(req, target, stream, headers) {
+      const at = await engine(target).endpoint();
+      return OPENAI_COMPLETIONS_LANE.buildCall(req, atEngine(target, at), stream, headers);
+    },
+  };
+
   return {
+    native: { completions },
     async buildChatCall(req, target, stream) {
       const at = await engine(target).endpoint();
       return openai.buildChatCall(req, atEngine(target, at), stream);
-    },
-    async buildCompletionCall(req, target, stream) {
-      const at = await engine(target).endpoint();
-      return openai.buildCompletionCall!(req, atEngine(target, at), stream);
     },
     async buildEmbeddingCall(req, target) {
       const at = await engine(target).endpoint();

@@ -1,6 +1,6 @@
-import type { ChatMessage, ChatRequest, CompletionRequest, ContentPart } from '../../core/chat-types.js';
-import { clampOutputLimit, requestedOutputLimit } from '../../core/output-limit.js';
-import type { ResolvedEndpoint } from '../types.js';
+import type { ChatMessage, ChatRequest, ContentPart } from '../../core/chat-types.js';
+import { requestedOutputLimit } from '../../core/output-limit.js';
+import type { ProviderTarget } from '../types.js';
 import { DIALECTS, type ContentMode, type OpenAIDialect } from './dialects.js';
 
 import { GatewayError } from '../../errors/gateway-error.js';
@@ -68,7 +68,7 @@ function joinTextParts(parts: Extract<ChatMessage['content'], unknown[]>): strin
  * Refuse, before any upstream call, a part a string-content endpoint cannot carry.
  * @throws GatewayError `unsupported_input_modality` naming the part (`messages[3].content[1]`).
  */
-function assertStringContent(messages: ChatMessage[], target: ResolvedEndpoint): void {
+function assertStringContent(messages: ChatMessage[], target: ProviderTarget): void {
   messages.forEach((m, i) => {
     if (!Array.isArray(m.content)) return;
     const j = m.content.findIndex((p) => !isTextPart(p));
@@ -92,7 +92,7 @@ function applyReasoning(req: ChatRequest, body: Record<string, unknown>, support
 }
 
 /** Request headers of every call to an `openai` endpoint: JSON, the key, the provider's extra headers. */
-export function headersFor(target: ResolvedEndpoint): Record<string, string> {
+export function headersFor(target: ProviderTarget): Record<string, string> {
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
   if (target.provider.api_key) headers.authorization = `Bearer ${target.provider.api_key}`;
   for (const [k, v] of Object.entries(target.provider.headers)) headers[k.toLowerCase()] = v;
@@ -100,12 +100,12 @@ export function headersFor(target: ResolvedEndpoint): Record<string, string> {
 }
 
 /** The URL of an API path (`/chat/completions` …) under the provider's base URL. */
-export function urlFor(target: ResolvedEndpoint, path: string): string {
+export function urlFor(target: ProviderTarget, path: string): string {
   return `${(target.provider.base_url ?? '').replace(/\/+$/, '')}${path}`;
 }
 
 /** Copy the optional fields the endpoint supports; return the names dropped. */
-function copySupported(req: Record<string, unknown>, body: Record<string, unknown>, supported: readonly string[], pairs: ReadonlyArray<readonly [string, string]>): string[] {
+export function copySupported(req: Record<string, unknown>, body: Record<string, unknown>, supported: readonly string[], pairs: ReadonlyArray<readonly [string, string]>): string[] {
   const dropped: string[] = [];
   for (const [field, param] of pairs) {
     const value = req[field];
@@ -117,13 +117,13 @@ function copySupported(req: Record<string, unknown>, body: Record<string, unknow
 }
 
 /** How a target takes content arrays: its `string_content` (true: `string`, false: `parts`), else its dialect's. */
-function contentMode(target: ResolvedEndpoint, dialect: OpenAIDialect): ContentMode {
+function contentMode(target: ProviderTarget, dialect: OpenAIDialect): ContentMode {
   const set = target.endpoint.string_content;
   return set === undefined ? dialect.content : set ? 'string' : 'parts';
 }
 
 /** The dialect of a target (kind `openai` providers). */
-export function openaiDialectOf(target: ResolvedEndpoint): OpenAIDialect {
+export function openaiDialectOf(target: ProviderTarget): OpenAIDialect {
   return DIALECTS[target.provider.dialect];
 }
 
@@ -138,7 +138,7 @@ export function openaiDialectOf(target: ResolvedEndpoint): OpenAIDialect {
  *   string-content endpoint.
  * @see https://platform.openai.com/docs/api-reference/chat/create
  */
-export function convertToOpenAIChatRequest(req: ChatRequest, target: ResolvedEndpoint, stream: boolean) {
+export function convertToOpenAIChatRequest(req: ChatRequest, target: ProviderTarget, stream: boolean) {
   const supported = target.endpoint.supported_parameters;
   const dialect = openaiDialectOf(target);
   const content = contentMode(target, dialect);
@@ -164,37 +164,4 @@ export function convertToOpenAIChatRequest(req: ChatRequest, target: ResolvedEnd
     body.stream_options = { include_usage: true };
   }
   return { url: urlFor(target, '/chat/completions'), headers: headersFor(target), body: JSON.stringify(body), dropped };
-}
-
-const COMPLETION_PARAMS: ReadonlyArray<readonly [string, string]> = [
-  ['temperature', 'temperature'],
-  ['top_p', 'top_p'],
-  ['stop', 'stop'],
-  ['presence_penalty', 'presence_penalty'],
-  ['frequency_penalty', 'frequency_penalty'],
-  ['logit_bias', 'logit_bias'],
-  ['logprobs', 'logprobs'],
-  ['seed', 'seed'],
-  ['user', 'user'],
-];
-
-/**
- * Build the upstream body of a native legacy completion call (`POST /completions`).
- * `echo`, `suffix` and `best_of` are passed as given: only native endpoints take them;
- * `max_tokens` above the endpoint's `max_completion_tokens` (routing sends one only under
- * `output_limit: clamp`) is lowered to it, with a warning.
- * @see https://platform.openai.com/docs/api-reference/completions/create
- */
-export function convertToOpenAICompletionRequest(req: CompletionRequest, target: ResolvedEndpoint, stream: boolean) {
-  const supported = target.endpoint.supported_parameters;
-  const body: Record<string, unknown> = { model: target.endpoint.upstream_model, prompt: req.prompt };
-  const dropped = copySupported(req as unknown as Record<string, unknown>, body, supported, COMPLETION_PARAMS);
-  for (const field of ['echo', 'suffix', 'best_of'] as const) if (req[field] != null) body[field] = req[field];
-  const warnings: string[] = [];
-  if (req.max_tokens != null) body.max_tokens = clampOutputLimit(req.max_tokens, target.endpoint.max_completion_tokens, 'max_tokens', warnings);
-  if (stream) {
-    body.stream = true;
-    body.stream_options = { include_usage: true };
-  }
-  return { url: urlFor(target, '/completions'), headers: headersFor(target), body: JSON.stringify(body), dropped, warnings };
 }

@@ -1,6 +1,6 @@
 import type { EmbeddingRequest, EmbeddingResult } from '../../core/embedding-types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { ResolvedEndpoint, UpstreamCall } from '../types.js';
+import type { ProviderTarget, UpstreamCall } from '../types.js';
 import { convertOpenAIUsage } from './convert-openai-usage.js';
 import { headersFor, urlFor } from './convert-to-openai-request.js';
 import type { OpenAIUsage } from './openai-wire-types.js';
@@ -10,7 +10,7 @@ import type { OpenAIUsage } from './openai-wire-types.js';
  * the endpoint's upstream model name.
  * @see https://platform.openai.com/docs/api-reference/embeddings/create
  */
-export function convertToOpenAIEmbeddingRequest(req: EmbeddingRequest, target: ResolvedEndpoint): UpstreamCall {
+export function convertToOpenAIEmbeddingRequest(req: EmbeddingRequest, target: ProviderTarget): UpstreamCall {
   const body: Record<string, unknown> = { model: target.endpoint.upstream_model, input: req.input };
   if (req.dimensions !== undefined) body.dimensions = req.dimensions;
   if (req.encoding_format !== undefined) body.encoding_format = req.encoding_format;

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { FORWARDED_HEADERS } from '../../ingress/anthropic/messages/native-messages-call.js';
+import { FORWARDED_HEADERS } from '../../providers/anthropic/native/messages.js';
 import { countMessagesTokens } from '../../pipeline/stages/count-tokens.js';
 import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
 import { pickHeaders } from './generate.js';

@@ -3,7 +3,7 @@ import { picoToUsdString, toMicros } from '../../accounting/cost.js';
 import type { ModelConfig } from '../../config/schema.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
-import type { ResolvedEndpoint } from '../../providers/types.js';
+import type { ResolvedEndpoint } from '../../routing/resolved-endpoint.js';
 import { modelVisibleTo } from '../../routing/catalog.js';
 import { anthropicModelList, wantsAnthropicModelList, type AnthropicListQuery } from './anthropic-models.js';
 import { registerProviderRoutes } from './providers.js';

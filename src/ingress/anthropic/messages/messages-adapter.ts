@@ -1,3 +1,4 @@
+import { FORWARDED_HEADERS } from '../../../providers/anthropic/native/messages.js';
 import type { GenerationIngress } from '../../types.js';
 import { anthropicErrorBody } from '../error-envelope.js';
 import { CLAUDE_CODE_SESSION_HEADER, claudeCodeSession } from './claude-code-session.js';
@@ -5,7 +6,6 @@ import { convertMessagesToChat } from './convert-messages-to-chat.js';
 import { parseMessagesRequest, type MessagesRequest } from './messages-request-schema.js';
 import { messagesResponseBody } from './messages-response-body.js';
 import { messagesStreamEncoder, PING_EVENT } from './messages-stream-encoder.js';
-import { FORWARDED_HEADERS, nativeMessagesCall } from './native-messages-call.js';
 import { eventsFromMessage, messageFromEvents } from './relayed-message.js';
 
 /** Losses of each request's translation, kept until its attempts are built. */
@@ -13,7 +13,7 @@ const translationLosses = new WeakMap<MessagesRequest, string[]>();
 
 /**
  * `POST /v1/messages` (Anthropic's Messages API; `?beta=true` too: routes ignore the query).
- * To `anthropic` endpoints the client's body goes through natively (pipeline/attempt/lane.ts); to
+ * To `anthropic` endpoints the client's body goes through natively (providers/anthropic/native/messages.ts, chosen by pipeline/attempt/lane.ts); to
  * every other kind it is translated through the internal request, the losses listed as
  * warnings in the generation record. Claude Code's session (its `x-claude-code-session-id`
  * header, else `metadata.user_id`) is the generation's session when `op.session` is unset.
@@ -35,7 +35,6 @@ export const messagesIngress: GenerationIngress<MessagesRequest> = {
     return chat;
   },
   translationWarnings: (req) => translationLosses.get(req) ?? [],
-  nativeCall: nativeMessagesCall,
   relayedForms: { body: messageFromEvents, events: (body) => eventsFromMessage(body as Record<string, unknown>) },
   recordedRequest: (req) => ({ system: req.system, messages: req.messages }),
   createStreamEncoder: messagesStreamEncoder,

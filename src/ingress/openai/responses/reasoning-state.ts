@@ -1,5 +1,5 @@
 import type { ReasoningDetail } from '../../../core/chat-types.js';
-import { OPENAI_RESPONSES_REASONING_FORMAT } from '../../../providers/openai/openai-responses.js';
+import { OPENAI_RESPONSES_REASONING_FORMAT } from '../../../providers/openai/native/responses.js';
 
 /**
  * Provider reasoning state (Anthropic thinking signatures, redacted thinking, Gemini thought

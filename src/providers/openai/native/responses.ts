@@ -1,12 +1,12 @@
-import type { ReasoningDetail, ToolCall, Usage } from '../../core/chat-types.js';
-import type { ChatResult } from '../../core/chat-result.js';
-import type { StreamPart } from '../../core/stream-part.js';
-import { clampOutputLimit } from '../../core/output-limit.js';
-import { GatewayError } from '../../errors/gateway-error.js';
-import type { ResolvedEndpoint, StreamTransform, UpstreamCall } from '../types.js';
-import { headersFor, urlFor } from './convert-to-openai-request.js';
-import { inBandOpenAIError } from './openai-error.js';
-import type { OpenAIErrorWire } from './openai-wire-types.js';
+import type { ReasoningDetail, ToolCall, Usage } from '../../../core/chat-types.js';
+import type { ChatResult } from '../../../core/chat-result.js';
+import type { StreamPart } from '../../../core/stream-part.js';
+import { clampOutputLimit } from '../../../core/output-limit.js';
+import { GatewayError } from '../../../errors/gateway-error.js';
+import type { NativeLane, ProviderTarget, StreamTransform, UpstreamCall } from '../../types.js';
+import { headersFor, urlFor } from '../convert-to-openai-request.js';
+import { inBandOpenAIError } from '../openai-error.js';
+import type { OpenAIErrorWire } from '../openai-wire-types.js';
 
 /**
  * The native Responses lane of the `openai` kind: endpoints with `supports_responses` get the
@@ -30,7 +30,7 @@ const GATEWAY_ONLY = new Set(['models', 'provider', 'op', 'previous_response_id'
  * `max_output_tokens`; under `output_limit: clamp` a larger one is lowered to it, with a
  * warning); nothing is dropped.
  */
-export function convertToOpenAIResponsesRequest(req: Record<string, unknown>, target: ResolvedEndpoint, stream: boolean): UpstreamCall {
+export function convertToOpenAIResponsesRequest(req: Record<string, unknown>, target: ProviderTarget, stream: boolean): UpstreamCall {
   const body: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(req)) if (!GATEWAY_ONLY.has(k) && v !== undefined) body[k] = v;
   body.model = target.endpoint.upstream_model;
@@ -233,3 +233,15 @@ export function createOpenAIResponsesStreamTransform(providerId: string): Stream
     },
   };
 }
+
+/**
+ * The Responses API's native lane of the `openai` kind, for endpoints with `supports_responses`:
+ * the call is {@link convertToOpenAIResponsesRequest}; the adapter reads the answer with
+ * {@link convertOpenAIResponsesResult} / {@link createOpenAIResponsesStreamTransform} (operation `responses`).
+ */
+export const OPENAI_RESPONSES_LANE: NativeLane<Record<string, unknown>> = {
+  native: true,
+  operation: 'responses',
+  requires: 'supports_responses',
+  buildCall: (req, target, stream) => convertToOpenAIResponsesRequest(req, target, stream),
+};

@@ -1,7 +1,25 @@
-import { anthropicHeaders, anthropicMessagesUrl } from '../../../providers/anthropic/convert-to-anthropic-request.js';
 import { clampOutputLimit } from '../../../core/output-limit.js';
-import type { ResolvedEndpoint, UpstreamCall } from '../../../providers/types.js';
-import type { MessagesRequest } from './messages-request-schema.js';
+import type { NativeLane, ProviderTarget, UpstreamCall } from '../../types.js';
+import { anthropicHeaders, anthropicMessagesUrl } from '../convert-to-anthropic-request.js';
+
+/**
+ * The native lane Messages API → `anthropic` provider ("same format in and out"): the client's
+ * Messages body and betas go upstream with only the gateway's edits, and the upstream's events
+ * or body come back to the client as sent, while the adapter's parser (operation `chat`) reads
+ * usage and errors from them. Its second operation is `count_tokens`.
+ * @see https://docs.anthropic.com/en/api/messages
+ */
+
+/**
+ * The members of a validated Messages request (ingress/anthropic/messages/messages-request-schema.ts)
+ * that the gateway edits; every other member goes upstream as sent.
+ */
+export interface NativeMessagesRequest {
+  readonly max_tokens: number;
+  readonly thinking?: { type: 'enabled'; budget_tokens: number } | { type: 'disabled' } | { type: 'adaptive' };
+  readonly messages: ReadonlyArray<{ readonly role: string; readonly content: string | ReadonlyArray<{ readonly type: string; readonly signature?: string }> }>;
+  readonly [field: string]: unknown;
+}
 
 /** Anthropic's smallest thinking budget, in tokens. */
 export const MIN_THINKING_BUDGET = 1024;
@@ -16,7 +34,7 @@ const GATEWAY_FIELDS = ['models', 'provider', 'op'] as const;
  * `anthropic-version` instead of the default, and `anthropic-beta` verbatim (joined with the
  * provider's own betas when it configures some).
  */
-export function nativeHeaders(target: ResolvedEndpoint, client: Readonly<Record<string, string>>): Record<string, string> {
+export function nativeHeaders(target: ProviderTarget, client: Readonly<Record<string, string>>): Record<string, string> {
   const headers = anthropicHeaders(target.provider);
   const version = client['anthropic-version'];
   if (version && target.provider.headers['anthropic-version'] === undefined) headers['anthropic-version'] = version;
@@ -35,7 +53,7 @@ export function nativeHeaders(target: ResolvedEndpoint, client: Readonly<Record<
  * (from a translated answer) left out of the history. Everything else — thinking signatures,
  * `cache_control`, server tools, betas' fields — goes through as sent. Each edit is a warning.
  */
-export function nativeMessagesBody(req: MessagesRequest, target: ResolvedEndpoint, warnings: string[]): Record<string, unknown> {
+export function nativeMessagesBody(req: NativeMessagesRequest, target: ProviderTarget, warnings: string[]): Record<string, unknown> {
   const body: Record<string, unknown> = { ...req, model: target.endpoint.upstream_model };
   for (const f of GATEWAY_FIELDS) delete body[f];
   const maxTokens = clampOutputLimit(req.max_tokens, target.endpoint.max_completion_tokens, 'max_tokens', warnings);
@@ -74,7 +92,7 @@ export function nativeMessagesBody(req: MessagesRequest, target: ResolvedEndpoin
 }
 
 /** The native `POST …/v1/messages` call (the pass-through lane). */
-export function nativeMessagesCall(req: MessagesRequest, target: ResolvedEndpoint, stream: boolean, client: Readonly<Record<string, string>>): UpstreamCall {
+export function nativeMessagesCall(req: NativeMessagesRequest, target: ProviderTarget, stream: boolean, client: Readonly<Record<string, string>>): UpstreamCall {
   const warnings: string[] = [];
   const body = nativeMessagesBody(req, target, warnings);
   if (stream) body.stream = true;
@@ -83,10 +101,23 @@ export function nativeMessagesCall(req: MessagesRequest, target: ResolvedEndpoin
 }
 
 /** The native `POST …/v1/messages/count_tokens` call: the body without `max_tokens` and `stream`. */
-export function nativeCountTokensCall(req: MessagesRequest, target: ResolvedEndpoint, client: Readonly<Record<string, string>>): UpstreamCall {
+export function nativeCountTokensCall(req: NativeMessagesRequest, target: ProviderTarget, client: Readonly<Record<string, string>>): UpstreamCall {
   const warnings: string[] = [];
   const body = nativeMessagesBody(req, target, warnings);
   delete body.max_tokens;
   delete body.stream;
   return { url: `${anthropicMessagesUrl(target.provider.base_url)}/count_tokens`, headers: nativeHeaders(target, client), body: JSON.stringify(body), dropped: [], warnings };
 }
+
+/**
+ * The Messages API's native lane of the `anthropic` kind: `buildCall` is {@link nativeMessagesCall},
+ * `countTokens` {@link nativeCountTokensCall}; no endpoint flag is needed (every `anthropic`
+ * endpoint serves Messages).
+ */
+export const ANTHROPIC_MESSAGES_LANE: NativeLane<NativeMessagesRequest> = {
+  native: true,
+  operation: 'chat',
+  relayUpstream: true,
+  buildCall: (req, target, stream, headers) => nativeMessagesCall(req, target, stream, headers),
+  countTokens: (req, target, headers) => nativeCountTokensCall(req, target, headers),
+};

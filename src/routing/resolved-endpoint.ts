@@ -1,0 +1,9 @@
+import type { ProviderTarget } from '../providers/types.js';
+
+/**
+ * One model served by one provider, resolved from config (routing/catalog.ts): what the router
+ * plans with, and what an attempt hands its provider adapter. Routing owns the name; the shape
+ * is the providers' {@link ProviderTarget} (providers sit below routing and name only that), so
+ * a field the router alone needs is added here, not there.
+ */
+export type ResolvedEndpoint = ProviderTarget;
