@@ -7,7 +7,9 @@ import { INGRESS_ADAPTERS, ingressForPath } from '../../src/ingress/registry.js'
 import { chatStreamEncoder } from '../../src/ingress/openai/chat/chat-stream-encoder.js';
 import { chooseLane } from '../../src/pipeline/attempt/lane.js';
 import type { GenerationInput } from '../../src/pipeline/state/generation-input.js';
+import { ANTHROPIC_MESSAGES_LANE } from '../../src/providers/anthropic/native/messages.js';
 import { OPENAI_COMPLETIONS_LANE } from '../../src/providers/openai/native/completions.js';
+import { OPENAI_RESPONSES_LANE } from '../../src/providers/openai/native/responses.js';
 import type { ProviderAdapter } from '../../src/providers/types.js';
 import type { ResolvedEndpoint } from '../../src/routing/resolved-endpoint.js';
 
@@ -63,6 +65,18 @@ describe('lane choice', () => {
     assert.equal(lane, OPENAI_COMPLETIONS_LANE, 'the adapter\'s own lane, looked up');
     assert.deepEqual(chooseLane(input('/v1/completions'), target(false), withCompletions), { native: false, operation: 'chat' });
     assert.deepEqual(chooseLane(input('/v1/completions'), target(true), chatOnly), { native: false, operation: 'chat' });
+  });
+
+  test('Responses and Messages look up the adapter\'s lane; Responses also needs supports_responses', () => {
+    const openai = { native: { responses: OPENAI_RESPONSES_LANE } } as unknown as ProviderAdapter;
+    const anthropic = { native: { messages: ANTHROPIC_MESSAGES_LANE } } as unknown as ProviderAdapter;
+    const withResponses = (on: boolean) => ({ endpoint: { supports_responses: on }, provider: { kind: 'openai' } }) as unknown as ResolvedEndpoint;
+    assert.equal(chooseLane(input('/v1/responses'), withResponses(true), openai), OPENAI_RESPONSES_LANE);
+    assert.deepEqual(chooseLane(input('/v1/responses'), withResponses(false), openai), { native: false, operation: 'chat' });
+    assert.equal(chooseLane(input('/v1/messages'), withResponses(false), anthropic), ANTHROPIC_MESSAGES_LANE);
+    assert.deepEqual(chooseLane(input('/v1/messages'), withResponses(true), openai), { native: false, operation: 'chat' });
+    assert.equal(ANTHROPIC_MESSAGES_LANE.relayUpstream, true);
+    assert.equal(typeof ANTHROPIC_MESSAGES_LANE.countTokens, 'function');
   });
 });
 

@@ -28,7 +28,8 @@ function restrictForCompletion(req: CompletionRequest, plan: PlannedEndpoint[]):
 
 /**
  * `POST /v1/completions` (seed 000, legacy prompt completions): served natively by endpoints with
- * `supports_text_completions` (see pipeline/attempt/lane.ts), otherwise as a one-message chat.
+ * `supports_text_completions` (the `openai` kind's native lane,
+ * providers/openai/native/completions.ts), otherwise as a one-message chat.
  * @see https://platform.openai.com/docs/api-reference/completions
  */
 export const completionsIngress: GenerationIngress<CompletionRequest> = {

@@ -21,8 +21,8 @@ function codexSession(headers: Readonly<Record<string, string>>): { value: strin
 
 /**
  * `POST /v1/responses` (OpenAI Responses API): translated through the internal chat request to
- * every provider kind, sent natively to `openai` endpoints with `supports_responses` (see
- * pipeline/attempt/lane.ts). The response `id` is the generation id; with `store` and a retention that
+ * every provider kind, sent natively to `openai` endpoints with `supports_responses` (the
+ * kind's native lane, providers/openai/native/responses.ts). The response `id` is the generation id; with `store` and a retention that
  * keeps text the response is kept for `GET /v1/responses/{id}` and `previous_response_id`.
  * Codex's `session-id` (older: `session_id`) header is the generation's session when
  * `op.session` is unset.
