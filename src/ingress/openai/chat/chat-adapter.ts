@@ -14,6 +14,10 @@ import { chatStreamEncoder } from './chat-stream-encoder.js';
 export const chatIngress: GenerationIngress<ChatRequest> = {
   api: 'chat',
   path: '/v1/chat/completions',
+  genAiOperation: 'chat',
+  // Either field may carry the limit: the larger one is the one in force.
+  outputLimitParam: (chat) => ((chat.max_completion_tokens ?? 0) >= (chat.max_tokens ?? 0) ? 'max_completion_tokens' : 'max_tokens'),
+  reasoningLimitParam: 'max_completion_tokens',
   output: 'generation',
   contentBlocks: false,
   parse: parseChatRequest,

@@ -34,6 +34,9 @@ function restrictForCompletion(req: CompletionRequest, plan: PlannedEndpoint[]):
 export const completionsIngress: GenerationIngress<CompletionRequest> = {
   api: 'completions',
   path: '/v1/completions',
+  genAiOperation: 'text_completion',
+  outputLimitParam: () => 'max_tokens',
+  reasoningLimitParam: 'max_completion_tokens',
   output: 'generation',
   contentBlocks: false,
   parse: parseCompletionRequest,

@@ -83,6 +83,10 @@ function embeddingBody(model: string, result: EmbeddingResult, usage: Usage, cos
 export const embeddingsIngress: EmbeddingIngress<EmbeddingsApiRequest> = {
   api: 'embeddings',
   path: '/v1/embeddings',
+  genAiOperation: 'embeddings',
+  outputLimitParam: () => 'max_tokens',
+  // Embeddings are routed on their longest input: a context refusal names `input`, not `messages`.
+  contextMeasure: { param: 'input', subject: 'the longest input' },
   output: 'embeddings',
   parse: parseEmbeddingRequest,
   toChat,
