@@ -7,6 +7,7 @@ import type { PlannedEndpoint } from '../routing/route-plan.js';
 import type { ResolvedEndpoint, UpstreamCall } from '../providers/types.js';
 import type { StoredResponse, StoredResponseStore } from '../store/stored-responses.js';
 import type { ModelConfig } from '../config/schema.js';
+import type { ApiLists } from './body-lists.js';
 
 /**
  * The client APIs the gateway serves, one ingress adapter each; the value of a generation
@@ -135,6 +136,8 @@ interface IngressAdapterBase<Req> {
    * @see https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/
    */
   readonly genAiOperation: 'chat' | 'text_completion' | 'embeddings';
+  /** Where this API's bounded lists are in its body, checked before `parse` (body-bounds.ts). */
+  readonly bodyLists: ApiLists;
   /**
    * The output limit's field in this API (`max_tokens`, Responses' `max_output_tokens`), for
    * warnings and `param`; `chat` the field the request sent (the internal request's own shape).

@@ -1,3 +1,4 @@
+import { TOOLS_LIST } from '../../body-lists.js';
 import type { GenerationIngress } from '../../types.js';
 import { anthropicModelListShape } from '../models/anthropic-model-list.js';
 import { anthropicErrorBody } from '../error-envelope.js';
@@ -26,6 +27,8 @@ export const messagesIngress: GenerationIngress<MessagesRequest> = {
   // `count_tokens` reads the same body and headers (pipeline/stages/count-tokens.ts).
   routes: [{ method: 'POST', path: '/v1/messages/count_tokens', operation: 'count-tokens', access: 'key' }],
   genAiOperation: 'chat',
+  // `count_tokens` is a Messages body too.
+  bodyLists: { items: { field: 'messages', noun: 'messages' }, partFields: ['content'], nestedParts: 'content', topParts: ['system'], fixed: [TOOLS_LIST] },
   outputLimitParam: () => 'max_tokens',
   reasoningLimitParam: 'max_completion_tokens',
   modelList: anthropicModelListShape,

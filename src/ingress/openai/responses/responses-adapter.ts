@@ -1,3 +1,4 @@
+import { TOOLS_LIST } from '../../body-lists.js';
 import type { GenerationIngress } from '../../types.js';
 import { openAIErrorBody } from '../error-envelope.js';
 import { responsesToChat, responsesTranslationWarnings } from './convert-responses-request-to-chat.js';
@@ -37,6 +38,8 @@ export const responsesIngress: GenerationIngress<ResponsesRequest> = {
     { method: 'DELETE', path: '/v1/responses/:id', operation: 'delete-response', access: 'key' },
   ],
   genAiOperation: 'chat',
+  // A Codex turn resends the whole history: its items are bounded like messages, not like embeddings inputs.
+  bodyLists: { items: { field: 'input', noun: 'input items' }, partFields: ['content', 'output', 'summary'], topParts: [], fixed: [TOOLS_LIST] },
   outputLimitParam: () => 'max_output_tokens',
   reasoningLimitParam: 'max_output_tokens',
   storedResponses: storedResponseShapes,
