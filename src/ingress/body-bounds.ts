@@ -1,5 +1,5 @@
 import { GatewayError } from '../errors/gateway-error.js';
-import { MAX_EMBEDDING_INPUTS } from './openai/embeddings/embedding-request-schema.js';
+import { ingressForApi } from './registry.js';
 import type { ClientApi } from './types.js';
 
 /**
@@ -7,8 +7,8 @@ import type { ClientApi } from './types.js';
  * element of a list before it reports that the list is too long, and every message and content
  * part costs event-loop time all along the pipeline: a 10 MB body of 340,000 one-word messages
  * held the loop for seconds. Counting is O(number of items) with no per-item work, so it runs
- * first and refuses the body at once. Each client API has its own lists ({@link API_LISTS}):
- * chat and Messages `messages`, Responses `input` items, embeddings `input`.
+ * first and refuses the body at once. Each client API declares its own lists (its adapter's
+ * `bodyLists`, body-lists.ts): chat and Messages `messages`, Responses `input` items, embeddings `input`.
  */
 export interface BodyBounds {
   /** Most conversation items: chat and Messages `messages`, Responses `input` items (config `server.max_messages`). */
@@ -16,33 +16,6 @@ export interface BodyBounds {
   /** Most content parts over all items together (config `server.max_content_parts`). */
   maxContentParts: number;
 }
-
-/** Where one API's bounded lists are in its body. */
-interface ApiLists {
-  /** The list of conversation items (bounded by `maxMessages`), and what one is called in a refusal. */
-  readonly items?: { readonly field: string; readonly noun: string };
-  /** Fields of an item that may hold a list of content parts; all count against `maxContentParts`. */
-  readonly partFields: readonly string[];
-  /** A field of a content part that may hold a list of parts again (Messages' `tool_result` content); counted too. */
-  readonly nestedParts?: string;
-  /** Top-level lists of content parts (Messages' `system` blocks); counted too. */
-  readonly topParts: readonly string[];
-  /** Top-level lists with a fixed limit in the schemas, with the schema's own message. */
-  readonly fixed: ReadonlyArray<readonly [field: string, max: number, message: string]>;
-}
-
-const TOOLS = ['tools', 512, 'at most 512 tools are allowed'] as const;
-const STOP = ['stop', 4, 'at most 4 stop sequences are allowed'] as const;
-
-/** The bounded lists of each client API (`count_tokens` is a Messages body). */
-const API_LISTS: Readonly<Record<ClientApi, ApiLists>> = {
-  chat: { items: { field: 'messages', noun: 'messages' }, partFields: ['content'], topParts: [], fixed: [TOOLS, STOP] },
-  completions: { partFields: [], topParts: [], fixed: [STOP] },
-  embeddings: { partFields: [], topParts: [], fixed: [['input', MAX_EMBEDDING_INPUTS, `at most ${MAX_EMBEDDING_INPUTS} inputs per request`]] },
-  messages: { items: { field: 'messages', noun: 'messages' }, partFields: ['content'], nestedParts: 'content', topParts: ['system'], fixed: [TOOLS] },
-  // A Codex turn resends the whole history: its items are bounded like messages, not like embeddings inputs.
-  responses: { items: { field: 'input', noun: 'input items' }, partFields: ['content', 'output', 'summary'], topParts: [], fixed: [TOOLS] },
-};
 
 function tooMany(param: string, message: string): GatewayError {
   return new GatewayError('invalid_request', `${param}: ${message}`, { param });
@@ -65,7 +38,7 @@ const listIn = (v: unknown, field: string): unknown[] | undefined => {
  */
 export function checkBodyBounds(body: unknown, api: ClientApi, bounds: BodyBounds): void {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return;
-  const lists = API_LISTS[api];
+  const lists = ingressForApi(api).bodyLists;
   const b = body as Record<string, unknown>;
   for (const [field, max, message] of lists.fixed) {
     const v = b[field];

@@ -6,15 +6,68 @@ import type { OutputPart } from '../core/stream-part.js';
 import type { GatewayError } from '../errors/gateway-error.js';
 import type { PlannedEndpoint } from '../routing/route-plan.js';
 import type { StoredResponse, StoredResponseStore } from '../store/stored-responses.js';
+import type { ModelConfig } from '../config/schema.js';
+import type { ApiLists } from './body-lists.js';
 
 /**
  * The client APIs the gateway serves, one ingress adapter each; the value of a generation
  * record's `api` (declared in core/client-api.ts, so providers can key their native lanes by it).
- * Adding an API: a folder under src/ingress/<vendor>/<api>/ with an adapter, a name in
- * core/client-api.ts, an entry in registry.ts; a provider that serves it natively adds a lane in
- * its folder (providers/<kind>/native/, keyed in its adapter's `native`).
+ * Adding an API: a folder under src/ingress/<vendor>/<api>/ with an adapter that declares its
+ * routes and properties, a name in core/client-api.ts, an entry in registry.ts; a provider that
+ * serves it natively adds a lane in its folder (providers/<kind>/native/, keyed in its adapter's
+ * `native`).
  */
 export type { ClientApi } from '../core/client-api.js';
+
+/**
+ * What serves a declared route; the server (src/server/routes/) has one generic handler per
+ * operation, which reads what is API-specific from the adapter:
+ * - `generate`: the request goes through the pipeline (the API's main `POST`);
+ * - `count-tokens`: the prompt's input tokens (Messages' `count_tokens`);
+ * - `get-response` / `delete-response`: a stored response by its `:id` ({@link StoredResponseShapes}).
+ */
+export type ApiOperation = 'generate' | 'count-tokens' | 'get-response' | 'delete-response';
+
+/**
+ * One route of a client API, as data (ingress/ never imports the HTTP server). A path without
+ * parameters belongs to its API: the other methods answer 405 `method_not_allowed` (`use POST
+ * for /v1/messages`), and its errors use the API's envelope.
+ */
+export interface ApiRoute {
+  readonly method: 'GET' | 'POST' | 'DELETE';
+  /** Fastify path syntax, e.g. `/v1/messages/count_tokens`, `/v1/responses/:id`. */
+  readonly path: string;
+  readonly operation: ApiOperation;
+  /** Who may call it (server/route-auth.ts `RouteAccess`): every API route needs a key. */
+  readonly access: 'key';
+}
+
+/**
+ * The API's shapes of a stored response (Responses' `GET` / `DELETE /v1/responses/{id}`): the
+ * server's generic handlers load and delete, the adapter says what the client reads.
+ */
+export interface StoredResponseShapes {
+  /** The body of `GET`: a complete response object from the kept one. */
+  body(stored: Record<string, unknown>): unknown;
+  /** The body of a successful `DELETE`. */
+  deleted(id: string): unknown;
+  /** The 404 of an id that is not kept for this key. */
+  notFound(id: string): GatewayError;
+}
+
+/**
+ * The catalog in an API's own model-list shape (Anthropic's `GET /v1/models`), for requests
+ * that ask for it; others get the gateway's OpenAI/OpenRouter list.
+ */
+export interface ModelListShape {
+  /** Whether a `GET /v1/models` request wants this shape (Anthropic: it sends `anthropic-version`). */
+  wants(headers: Readonly<Record<string, string | string[] | undefined>>): boolean;
+  /**
+   * The list body of the models the key may see, paged by the request's query.
+   * @throws GatewayError `invalid_request` for a bad query parameter.
+   */
+  body(models: readonly ModelConfig[], query: Readonly<Record<string, string | undefined>>): unknown;
+}
 
 /** Identity shared by a response and every event of its stream. `created` is Unix seconds. */
 export interface ResponseIdentity {
@@ -72,8 +125,35 @@ export interface PrepareContext {
 interface IngressAdapterBase<Req> {
   /** Record value and lane key. */
   readonly api: ClientApi;
-  /** The route, e.g. `/v1/chat/completions` (POST). */
+  /** The route, e.g. `/v1/chat/completions` (POST; the `generate` operation). */
   readonly path: string;
+  /**
+   * The API's other routes (Messages' `count_tokens`, Responses' stored responses); the
+   * registry adds `POST {@link path}` (`generate`) before them.
+   */
+  readonly routes?: readonly ApiRoute[];
+  /**
+   * `gen_ai.operation.name` of this API's generations (OpenTelemetry GenAI conventions:
+   * `chat`, `text_completion`, `embeddings`).
+   * @see https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/
+   */
+  readonly genAiOperation: 'chat' | 'text_completion' | 'embeddings';
+  /** Where this API's bounded lists are in its body, checked before `parse` (body-bounds.ts). */
+  readonly bodyLists: ApiLists;
+  /**
+   * The output limit's field in this API (`max_tokens`, Responses' `max_output_tokens`), for
+   * warnings and `param`; `chat` the field the request sent (the internal request's own shape).
+   */
+  outputLimitParam(chat: ChatRequest): string;
+  /**
+   * What routing measures of this request, when not its messages (embeddings: the longest
+   * input): a `context_length_exceeded` refusal names `param` and says `subject` does not fit.
+   */
+  readonly contextMeasure?: { readonly param: string; readonly subject: string };
+  /** The stored responses this API serves (Responses), for its `get-response` / `delete-response` routes. */
+  readonly storedResponses?: StoredResponseShapes;
+  /** The catalog in this API's own list shape (Anthropic), for `GET /v1/models`. */
+  readonly modelList?: ModelListShape;
   /**
    * Validate a request body (already JSON-parsed).
    * @throws GatewayError `invalid_json` / `invalid_request` with `param` naming the first bad field.
@@ -111,6 +191,8 @@ export interface GenerationIngress<Req = unknown> extends IngressAdapterBase<Req
    * (block-structured event formats); the pipeline frames parts only for those.
    */
   readonly contentBlocks: boolean;
+  /** The output limit named by `reasoning_exhausted_output_limit` ("raise X"). */
+  readonly reasoningLimitParam: string;
   createStreamEncoder(ident: ResponseIdentity, req: Req): StreamEncoder;
   /** The non-streamed response body; `costUsd` in USD. */
   responseBody(ident: ResponseIdentity, result: ChatResult, usage: Usage, costUsd: number, req: Req): unknown;

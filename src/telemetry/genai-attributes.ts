@@ -1,5 +1,6 @@
 import type { ChatRequest } from '../core/chat-types.js';
 import { requestedOutputLimit } from '../core/output-limit.js';
+import { ingressForApi } from '../ingress/registry.js';
 import type { ClientApi } from '../ingress/types.js';
 import type { Attempt, GenerationDraft } from '../pipeline/state/generation-draft.js';
 import type { ResolvedEndpoint } from '../routing/resolved-endpoint.js';
@@ -14,19 +15,9 @@ import type { ResolvedEndpoint } from '../routing/resolved-endpoint.js';
 /** An attribute map as OpenTelemetry takes it. */
 export type Attributes = Record<string, string | number | boolean | string[] | undefined>;
 
-/** `gen_ai.operation.name` of a client API. */
+/** `gen_ai.operation.name` of a client API: what its adapter declares (`genAiOperation`). */
 export function operationName(api: ClientApi): string {
-  switch (api) {
-    case 'chat':
-      return 'chat';
-    case 'completions':
-      return 'text_completion';
-    case 'embeddings':
-      return 'embeddings';
-    case 'messages':
-    case 'responses':
-      return 'chat';
-  }
+  return ingressForApi(api).genAiOperation;
 }
 
 /** Span name per the conventions: `{gen_ai.operation.name} {gen_ai.request.model}`. */

@@ -1,7 +1,8 @@
 import { ContentBlockFramer } from '../../core/content-blocks.js';
 import type { OutputPart, StreamPart } from '../../core/stream-part.js';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { GenerationIngress, StreamEncoder } from '../../ingress/types.js';
+import type { ClientApi, GenerationIngress, StreamEncoder } from '../../ingress/types.js';
+import { ingressForApi } from '../../ingress/registry.js';
 import type { StreamTransform, UpstreamCall } from '../../providers/types.js';
 import { transportErrorToGatewayError } from '../../providers/upstream-errors.js';
 import type { EventSourceMessage } from 'eventsource-parser';
@@ -20,9 +21,10 @@ import { hideReasoningText } from './hide-reasoning.js';
  * fail over); after it, a failure ends the stream with the API's error event.
  */
 
-export const reasoningExhausted = (api?: string) => {
-  // The output limit's name in the client's API.
-  const param = api === 'responses' ? 'max_output_tokens' : 'max_completion_tokens';
+export const reasoningExhausted = (api?: ClientApi) => {
+  // The output limit's name in the client's API (its adapter's `reasoningLimitParam`).
+  const ingress = api === undefined ? undefined : ingressForApi(api);
+  const param = ingress?.output === 'generation' ? ingress.reasoningLimitParam : 'max_completion_tokens';
   return new GatewayError(
     'reasoning_exhausted_output_limit',
     `the model used the whole output limit for reasoning and produced no answer; raise ${param} or lower the reasoning effort`,

@@ -18,9 +18,10 @@ export function planAttempts(rt: GatewayRuntime, input: GenerationInput, prompt:
   try {
     plan = planRoute(input.chat, { catalog: rt.catalog, health: rt.health, random: rt.random }, prompt).endpoints;
   } catch (err) {
-    // Embeddings are routed on their longest input: a context refusal names `input`, not `messages`.
-    if (input.ingress.api === 'embeddings' && err instanceof GatewayError && err.code === 'context_length_exceeded') {
-      throw new GatewayError(err.code, err.message.replace('the request does not fit', 'the longest input does not fit'), { param: 'input', metadata: err.metadata });
+    // An API routed on a part of its request (embeddings: the longest input) names that part.
+    const measure = input.ingress.contextMeasure;
+    if (measure && err instanceof GatewayError && err.code === 'context_length_exceeded') {
+      throw new GatewayError(err.code, err.message.replace('the request does not fit', `${measure.subject} does not fit`), { param: measure.param, metadata: err.metadata });
     }
     if (err instanceof GatewayError && input.ingress.unservableStatus !== undefined && refusedForWhatItAsked(err)) {
       throw new GatewayError(err.code, err.message, { status: input.ingress.unservableStatus, param: onlyOutputLimit(err) ? outputLimitParam(input) : err.param, metadata: err.metadata });

@@ -20,12 +20,5 @@ export interface GenerationInput {
  * `param`.
  */
 export function outputLimitParam(input: GenerationInput): string {
-  switch (input.ingress.api) {
-    case 'responses':
-      return 'max_output_tokens';
-    case 'chat':
-      return (input.chat.max_completion_tokens ?? 0) >= (input.chat.max_tokens ?? 0) ? 'max_completion_tokens' : 'max_tokens';
-    default:
-      return 'max_tokens';
-  }
+  return input.ingress.outputLimitParam(input.chat);
 }

@@ -1,29 +1,41 @@
 import type { FastifyInstance } from 'fastify';
-import { INGRESS_ADAPTERS } from '../../ingress/registry.js';
+import { isStaticPath, type IngressRoute } from '../../ingress/registry.js';
 import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
 import { serveGeneration } from '../../pipeline/stages/serve-generation.js';
 import { FastifyClientSink } from '../fastify-client-sink.js';
 import { REPEATED_HEADER } from '../../ingress/gateway-fields.js';
 
 /**
- * One POST route per client API of the ingress registry (`/v1/chat/completions`,
- * `/v1/completions`, …): the request goes to the pipeline with its adapter, the authenticated
- * key, and a sink over the reply.
+ * A `generate` route of the ingress registry (`POST /v1/chat/completions`, `/v1/completions`,
+ * …): the request goes to the pipeline with its adapter, the authenticated key, and a sink over
+ * the reply.
  */
-export function registerGenerateRoutes(app: FastifyInstance, rt: () => GatewayRuntime): void {
-  for (const ingress of INGRESS_ADAPTERS) {
-    // The headers the API forwards upstream and those that may name the session.
-    const forward = ingress.output === 'generation' ? (ingress.forwardHeaders ?? []) : [];
-    const sessions = ingress.output === 'generation' ? (ingress.sessionHeaders ?? []) : [];
-    const wantsHeaders = forward.length + sessions.length > 0;
-    app.post(ingress.path, (req, reply) => {
+export function registerGenerateRoute(app: FastifyInstance, rt: () => GatewayRuntime, route: IngressRoute): void {
+  const { ingress } = route;
+  // The headers the API forwards upstream and those that may name the session.
+  const forward = ingress.output === 'generation' ? (ingress.forwardHeaders ?? []) : [];
+  const sessions = ingress.output === 'generation' ? (ingress.sessionHeaders ?? []) : [];
+  const wantsHeaders = forward.length + sessions.length > 0;
+  app.route({
+    method: route.method,
+    url: route.path,
+    config: routeConfig(route),
+    handler: (req, reply) => {
       const headers = wantsHeaders ? pickHeaders(req.headers, forward) : undefined;
       // The raw header list is read only when a session header was sent.
       if (headers && sessions.some((n) => req.headers[n] !== undefined)) Object.assign(headers, pickSessionHeaders(req.raw.rawHeaders, sessions));
       // Node joins a repeated x-op-cache into one value, which matches neither true nor false and is ignored.
       return serveGeneration(rt(), ingress, req.body, req.apiKey, req.id, new FastifyClientSink(reply), headers, req.headers['x-op-cache'] as string | undefined);
-    });
-  }
+    },
+  });
+}
+
+/**
+ * The Fastify route config of a declared API route: its access level, and `ownsPath` for a path
+ * without parameters (the other methods answer 405, see method-not-allowed.ts).
+ */
+export function routeConfig(route: IngressRoute): { access: IngressRoute['access']; ownsPath: boolean } {
+  return { access: route.access, ownsPath: isStaticPath(route.path) };
 }
 
 /**

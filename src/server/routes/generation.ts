@@ -132,7 +132,7 @@ export function openRouterGenerationObject(row: GenerationsTable) {
 
 /** `GET /v1/generation?id=gen_…`: a key sees only its own generations; the admin key sees all. */
 export function registerGenerationRoutes(app: FastifyInstance, rt: () => GatewayRuntime, db: Kysely<Database>): void {
-  app.get<{ Querystring: { id?: string } }>('/v1/generation', async (req) => {
+  app.get<{ Querystring: { id?: string } }>('/v1/generation', { config: { ownsPath: true } }, async (req) => {
     const id = req.query.id;
     if (!id || typeof id !== 'string') throw new GatewayError('invalid_request', 'id: is required (?id=gen_…)', { param: 'id' });
     const key: ApiKey = req.apiKey;

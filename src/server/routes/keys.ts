@@ -188,7 +188,7 @@ function openRouterKeyFields(own: Awaited<ReturnType<typeof keyObject>> | null) 
  * `GET /v1/key` for the calling key's own limits and usage.
  */
 export function registerKeyRoutes(app: FastifyInstance, rt: () => GatewayRuntime, db: Kysely<Database>, resolver: KeyResolver): void {
-  app.get('/v1/key', async (req) => {
+  app.get('/v1/key', { config: { ownsPath: true } }, async (req) => {
     const key = req.apiKey;
     if (key.isAdmin) return { data: { ...openRouterKeyFields(null), id: 'admin', name: 'admin', label: 'admin', is_admin: true, is_management_key: true, is_provisioning_key: true } };
     const own = await keyObject(rt(), key);

@@ -5,7 +5,7 @@ import { GatewayError } from '../../errors/gateway-error.js';
 import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
 import type { ResolvedEndpoint } from '../../routing/resolved-endpoint.js';
 import { modelVisibleTo } from '../../routing/catalog.js';
-import { anthropicModelList, wantsAnthropicModelList, type AnthropicListQuery } from './anthropic-models.js';
+import { MODEL_LIST_SHAPES } from '../../ingress/registry.js';
 import { registerProviderRoutes } from './providers.js';
 
 /** USD per 1M tokens → USD per token as an exact decimal string (OpenRouter's catalog unit). */
@@ -126,12 +126,15 @@ export function endpointObject(t: ResolvedEndpoint, runtime: GatewayRuntime) {
 /**
  * `GET /v1/models` and `GET /v1/models/{author}/{slug}`. A key with `allowed_models` sees only
  * those models: the others are left out of the list and are a 404, like a model not configured.
+ * The list comes in a client API's own shape when the request asks for it (the adapters'
+ * `modelList`: Anthropic's with `anthropic-version`), else in OpenAI/OpenRouter's.
  */
 export function registerModelRoutes(app: FastifyInstance, rt: () => GatewayRuntime): void {
-  app.get('/v1/models', async (req) => {
+  app.get('/v1/models', { config: { ownsPath: true } }, async (req) => {
     const allowed = req.apiKey.settings.allowed_models;
-    if (wantsAnthropicModelList(req.headers)) {
-      return anthropicModelList([...rt().catalog.models.values()].filter((m) => modelVisibleTo(allowed, m.model.id)).map((m) => m.model), req.query as AnthropicListQuery);
+    const shape = MODEL_LIST_SHAPES.find((s) => s.wants(req.headers));
+    if (shape) {
+      return shape.body([...rt().catalog.models.values()].filter((m) => modelVisibleTo(allowed, m.model.id)).map((m) => m.model), req.query as Record<string, string | undefined>);
     }
     return openAIModelList(rt(), allowed);
   });

@@ -82,7 +82,7 @@ const SEARCH_PARAMS = ['model', 'provider', 'status', 'key_id', 'tag', 'session'
  * A key sees only its own requests; the admin key sees all.
  */
 export function registerUsageRoutes(app: FastifyInstance, _rt: () => GatewayRuntime, db: Kysely<Database>): void {
-  app.get<{ Querystring: Query }>('/v1/usage', async (req) => {
+  app.get<{ Querystring: Query }>('/v1/usage', { config: { ownsPath: true } }, async (req) => {
     const q = req.query;
     onlyKnown(q, USAGE_PARAMS);
     const bucket = oneOf(q, 'bucket', USAGE_BUCKETS) ?? 'hour';
@@ -107,7 +107,7 @@ export function registerUsageRoutes(app: FastifyInstance, _rt: () => GatewayRunt
     });
   });
 
-  app.get<{ Querystring: Query }>('/v1/generations', async (req) => {
+  app.get<{ Querystring: Query }>('/v1/generations', { config: { ownsPath: true } }, async (req) => {
     const q = req.query;
     onlyKnown(q, SEARCH_PARAMS);
     const limitText = text(q, 'limit');

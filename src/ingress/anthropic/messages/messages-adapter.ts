@@ -1,5 +1,7 @@
 import { FORWARDED_HEADERS } from '../../../providers/anthropic/native/messages.js';
+import { TOOLS_LIST } from '../../body-lists.js';
 import type { GenerationIngress } from '../../types.js';
+import { anthropicModelListShape } from '../models/anthropic-model-list.js';
 import { anthropicErrorBody } from '../error-envelope.js';
 import { CLAUDE_CODE_SESSION_HEADER, claudeCodeSession } from './claude-code-session.js';
 import { convertMessagesToChat } from './convert-messages-to-chat.js';
@@ -22,6 +24,14 @@ const translationLosses = new WeakMap<MessagesRequest, string[]>();
 export const messagesIngress: GenerationIngress<MessagesRequest> = {
   api: 'messages',
   path: '/v1/messages',
+  // `count_tokens` reads the same body and headers (pipeline/stages/count-tokens.ts).
+  routes: [{ method: 'POST', path: '/v1/messages/count_tokens', operation: 'count-tokens', access: 'key' }],
+  genAiOperation: 'chat',
+  // `count_tokens` is a Messages body too.
+  bodyLists: { items: { field: 'messages', noun: 'messages' }, partFields: ['content'], nestedParts: 'content', topParts: ['system'], fixed: [TOOLS_LIST] },
+  outputLimitParam: () => 'max_tokens',
+  reasoningLimitParam: 'max_completion_tokens',
+  modelList: anthropicModelListShape,
   output: 'generation',
   contentBlocks: true,
   keepAlive: PING_EVENT,

@@ -1,4 +1,5 @@
 import type { ChatRequest } from '../../../core/chat-types.js';
+import { STOP_LIST, TOOLS_LIST } from '../../body-lists.js';
 import type { GenerationIngress } from '../../types.js';
 import { openAIErrorBody } from '../error-envelope.js';
 import { usageToJson } from '../usage-json.js';
@@ -14,6 +15,11 @@ import { chatStreamEncoder } from './chat-stream-encoder.js';
 export const chatIngress: GenerationIngress<ChatRequest> = {
   api: 'chat',
   path: '/v1/chat/completions',
+  genAiOperation: 'chat',
+  bodyLists: { items: { field: 'messages', noun: 'messages' }, partFields: ['content'], topParts: [], fixed: [TOOLS_LIST, STOP_LIST] },
+  // Either field may carry the limit: the larger one is the one in force.
+  outputLimitParam: (chat) => ((chat.max_completion_tokens ?? 0) >= (chat.max_tokens ?? 0) ? 'max_completion_tokens' : 'max_tokens'),
+  reasoningLimitParam: 'max_completion_tokens',
   output: 'generation',
   contentBlocks: false,
   parse: parseChatRequest,

@@ -1,6 +1,7 @@
 import type { CompletionRequest } from '../../../core/chat-types.js';
 import { GatewayError } from '../../../errors/gateway-error.js';
 import type { PlannedEndpoint } from '../../../routing/route-plan.js';
+import { STOP_LIST } from '../../body-lists.js';
 import type { GenerationIngress } from '../../types.js';
 import { openAIErrorBody } from '../error-envelope.js';
 import { usageToJson } from '../usage-json.js';
@@ -35,6 +36,10 @@ function restrictForCompletion(req: CompletionRequest, plan: PlannedEndpoint[]):
 export const completionsIngress: GenerationIngress<CompletionRequest> = {
   api: 'completions',
   path: '/v1/completions',
+  genAiOperation: 'text_completion',
+  bodyLists: { partFields: [], topParts: [], fixed: [STOP_LIST] },
+  outputLimitParam: () => 'max_tokens',
+  reasoningLimitParam: 'max_completion_tokens',
   output: 'generation',
   contentBlocks: false,
   parse: parseCompletionRequest,

@@ -5,7 +5,7 @@ import { GatewayError } from '../../../errors/gateway-error.js';
 import type { PlannedEndpoint } from '../../../routing/route-plan.js';
 import type { EmbeddingIngress } from '../../types.js';
 import { openAIErrorBody } from '../error-envelope.js';
-import { parseEmbeddingRequest, type EmbeddingsApiRequest } from './embedding-request-schema.js';
+import { MAX_EMBEDDING_INPUTS, parseEmbeddingRequest, type EmbeddingsApiRequest } from './embedding-request-schema.js';
 
 /** `input` as a list: one entry per vector. */
 function inputList(input: EmbeddingsApiRequest['input']): string[] | number[][] {
@@ -83,6 +83,11 @@ function embeddingBody(model: string, result: EmbeddingResult, usage: Usage, cos
 export const embeddingsIngress: EmbeddingIngress<EmbeddingsApiRequest> = {
   api: 'embeddings',
   path: '/v1/embeddings',
+  genAiOperation: 'embeddings',
+  bodyLists: { partFields: [], topParts: [], fixed: [['input', MAX_EMBEDDING_INPUTS, `at most ${MAX_EMBEDDING_INPUTS} inputs per request`]] },
+  outputLimitParam: () => 'max_tokens',
+  // Embeddings are routed on their longest input: a context refusal names `input`, not `messages`.
+  contextMeasure: { param: 'input', subject: 'the longest input' },
   output: 'embeddings',
   parse: parseEmbeddingRequest,
   toChat,

@@ -1,8 +1,10 @@
+import { TOOLS_LIST } from '../../body-lists.js';
 import type { GenerationIngress } from '../../types.js';
 import { openAIErrorBody } from '../error-envelope.js';
 import { responsesToChat, responsesTranslationWarnings } from './convert-responses-request-to-chat.js';
 import { inputItems, prepareResponsesRequest } from './previous-response.js';
 import { responseBody } from './response-object.js';
+import { storedResponseShapes } from './stored-response-shapes.js';
 import { parseResponsesRequest, type ResponsesRequest } from './response-request-schema.js';
 import { responseStreamEncoder } from './response-stream-encoder.js';
 
@@ -31,6 +33,16 @@ function codexSession(headers: Readonly<Record<string, string>>): { value: strin
 export const responsesIngress: GenerationIngress<ResponsesRequest> = {
   api: 'responses',
   path: '/v1/responses',
+  routes: [
+    { method: 'GET', path: '/v1/responses/:id', operation: 'get-response', access: 'key' },
+    { method: 'DELETE', path: '/v1/responses/:id', operation: 'delete-response', access: 'key' },
+  ],
+  genAiOperation: 'chat',
+  // A Codex turn resends the whole history: its items are bounded like messages, not like embeddings inputs.
+  bodyLists: { items: { field: 'input', noun: 'input items' }, partFields: ['content', 'output', 'summary'], topParts: [], fixed: [TOOLS_LIST] },
+  outputLimitParam: () => 'max_output_tokens',
+  reasoningLimitParam: 'max_output_tokens',
+  storedResponses: storedResponseShapes,
   output: 'generation',
   contentBlocks: true,
   sessionHeaders: CODEX_SESSION_HEADERS,

@@ -1,5 +1,6 @@
-import type { ModelConfig } from '../../config/schema.js';
-import { GatewayError } from '../../errors/gateway-error.js';
+import type { ModelConfig } from '../../../config/schema.js';
+import { GatewayError } from '../../../errors/gateway-error.js';
+import type { ModelListShape } from '../../types.js';
 
 /** One entry of Anthropic's model list. */
 export interface AnthropicModelEntry {
@@ -20,7 +21,7 @@ export interface AnthropicListQuery {
 const EPOCH = new Date(0).toISOString();
 
 /** Whether a models request wants Anthropic's list shape: it carries `anthropic-version`. */
-export function wantsAnthropicModelList(headers: Record<string, string | string[] | undefined>): boolean {
+export function wantsAnthropicModelList(headers: Readonly<Record<string, string | string[] | undefined>>): boolean {
   return headers['anthropic-version'] !== undefined;
 }
 
@@ -32,7 +33,7 @@ export function wantsAnthropicModelList(headers: Record<string, string | string[
  * @throws GatewayError `invalid_request` for a bad `limit`.
  * @see https://docs.anthropic.com/en/api/models-list
  */
-export function anthropicModelList(models: readonly ModelConfig[], query: AnthropicListQuery) {
+export function anthropicModelList(models: readonly ModelConfig[], query: Readonly<AnthropicListQuery>) {
   const limit = query.limit === undefined ? 20 : Number(query.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new GatewayError('invalid_request', 'limit: must be an integer from 1 to 1000', { param: 'limit' });
   const all: AnthropicModelEntry[] = [];
@@ -54,3 +55,6 @@ export function anthropicModelList(models: readonly ModelConfig[], query: Anthro
     last_id: page.at(-1)?.id ?? null,
   };
 }
+
+/** `GET /v1/models` in Anthropic's shape, for the Messages adapter's `modelList`. */
+export const anthropicModelListShape: ModelListShape = { wants: wantsAnthropicModelList, body: anthropicModelList };

@@ -1,0 +1,161 @@
+import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';
+import { sql, type Kysely } from 'kysely';
+import type { LoadedConfig } from '../config/load.js';
+import type { GatewayConfig } from '../config/schema.js';
+import { DatabaseResponseCacheStore } from '../cache/database-response-cache-store.js';
+import { RedisResponseCacheStore } from '../cache/redis-response-cache-store.js';
+import { MemoryLimitStore } from '../limits/memory-limit-store.js';
+import { RedisLimitStore } from '../limits/redis-limit-store.js';
+import { GatewayMetrics } from '../pipeline/state/metrics.js';
+import type { GatewayRuntime } from '../pipeline/state/runtime.js';
+import { RedisConnection } from '../redis/redis-connection.js';
+import { buildCatalog } from '../routing/catalog.js';
+import { HealthRegistry, type HealthSettings } from '../routing/endpoint-health.js';
+import { localHealth, RedisHealthSharing } from '../routing/health-sharing.js';
+import { gatewayErrorOf } from '../store/database.js';
+import { fleetLease } from '../store/fleet-lease.js';
+import { GenerationWriter } from '../store/generation-writer.js';
+import { localKeyChanges, RedisKeyChangeNotifier } from '../store/key-change-notifier.js';
+import { startRetentionPurge } from '../store/retention-purge.js';
+import type { Database } from '../store/schema.js';
+import { StoredResponseStore } from '../store/stored-responses.js';
+import { subscribeGenAiPrometheus } from '../telemetry/prometheus-genai.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
+import { UpstreamPools } from '../upstream/upstream-client.js';
+import { LiveUpstreamCalls } from '../upstream/upstream-exchange.js';
+import { KeyResolver } from './auth.js';
+
+/** Options of {@link buildGateway} (server/app.ts). */
+export interface GatewayOptions {
+  loaded: LoadedConfig;
+  db: Kysely<Database>;
+  /** `OP_ADMIN_KEY`: accepted as a key that sees everything. */
+  adminKey?: string | undefined;
+  /** Fastify logger option (pino options, or false). */
+  logger?: FastifyServerOptions['logger'];
+  /** Random source for the price-weighted endpoint choice (tests pass a seeded one). */
+  random?: () => number;
+  /** How often stored text past its retention is purged, in ms (0 = never; default 1 h). */
+  purgeIntervalMs?: number;
+  /** `OP_REDIS_URL`: share key limits, endpoint health and key changes across replicas through Redis. */
+  redisUrl?: string | undefined;
+  /** A running OpenTelemetry export (see startTelemetry): shut down with the gateway. */
+  telemetry?: Telemetry | undefined;
+  /** `OP_REDIS_PREFIX`: prefix of every Redis key and channel (default `op:`). */
+  redisPrefix?: string | undefined;
+}
+
+function healthSettings(config: Readonly<GatewayConfig>): HealthSettings {
+  const r = config.routing;
+  return {
+    failureThreshold: r.circuit_breaker.failure_threshold,
+    openMs: r.circuit_breaker.open_ms,
+    windowMs: r.stats_window_ms,
+    recentFailureMs: r.recent_failure_ms,
+  };
+}
+
+/**
+ * The cost (picoUSD) a key spent in `usage_hourly` since `periodStart` (Unix hour start, s): the
+ * runtime's `loadSpent`.
+ * @throws GatewayError `database_unavailable` while the database is down, so the Redis limit
+ *   store does not take it for its own failure.
+ */
+async function loadSpent(db: Kysely<Database>, keyId: string, periodStart: number): Promise<bigint> {
+  const row = await db
+    .selectFrom('usage_hourly')
+    .select(sql<string | null>`CAST(SUM(cost_pico) AS TEXT)`.as('total'))
+    .where('key_id', '=', keyId)
+    .where('hour', '>=', periodStart)
+    .executeTakeFirst()
+    .catch((err: unknown) => {
+      throw gatewayErrorOf(err);
+    });
+  return BigInt(row?.total ?? '0');
+}
+
+/** What the gateway runs on, apart from its HTTP server: built by {@link buildRuntime}. */
+export interface BuiltRuntime {
+  runtime: GatewayRuntime;
+  /** The one Redis connection (`OP_REDIS_URL`), to be waited for before the server listens. */
+  redis: RedisConnection | undefined;
+  /** Client keys, with change notices shared through Redis when there is one. */
+  keys: KeyResolver;
+  /** Apply a new validated config: catalog, health settings, record settings, new pools. */
+  reload(loaded: LoadedConfig): void;
+  /** Stop the background work (retention purge, health sharing): before the server closes. */
+  stopBackground(): Promise<void>;
+  /** Flush records and close stores, pools, telemetry and Redis: after the server closed. */
+  close(): Promise<void>;
+}
+
+/**
+ * Build the runtime every request reads (GatewayRuntime: config, catalog, pools, record writer,
+ * stores, limits, cache, metrics) and the background work around it (retention purge, health
+ * sharing, GenAI metrics), from the options; `log` is the server's logger.
+ */
+export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): BuiltRuntime {
+  const { db } = options;
+  const config = options.loaded.config;
+  const redis = options.redisUrl ? new RedisConnection(options.redisUrl, { commandTimeoutMs: config.redis.command_timeout_ms, connectTimeoutMs: config.redis.connect_timeout_ms }, log, options.redisPrefix) : undefined;
+  const observePoolWait = (provider: string, ms: number) => runtime.metrics.poolWait.observe({ provider }, ms / 1000);
+  const cacheBounds = { maxEntryBytes: config.cache.max_entry_bytes, maxTotalBytes: config.cache.max_total_bytes };
+  const runtime: GatewayRuntime = {
+    config,
+    catalog: buildCatalog(config),
+    pools: new UpstreamPools(observePoolWait),
+    writer: new GenerationWriter(db, log, config.records.flush_interval_ms),
+    log,
+    adapters: new Map(),
+    health: new HealthRegistry(healthSettings(config)),
+    random: options.random ?? Math.random,
+    inFlight: 0,
+    redis,
+    limits: redis ? new RedisLimitStore(redis, redis.prefix) : new MemoryLimitStore(),
+    metrics: new GatewayMetrics(),
+    cache: redis ? new RedisResponseCacheStore(redis, cacheBounds, `${redis.prefix}cache:`) : new DatabaseResponseCacheStore(db, cacheBounds),
+    shutdown: new AbortController(),
+    upstreamCalls: new LiveUpstreamCalls(),
+    responses: new StoredResponseStore(db, log),
+    loadSpent: (keyId, periodStart) => loadSpent(db, keyId, periodStart),
+  };
+  runtime.writer.configure(config.records);
+  runtime.shutdown.signal.addEventListener('abort', () => runtime.upstreamCalls.abortAll(new Error('the gateway is shutting down')), { once: true });
+  runtime.metrics.observeWriter(runtime.writer);
+  const stopGenAiMetrics = subscribeGenAiPrometheus(runtime.metrics);
+  const keys = new KeyResolver(db, options.adminKey, redis ? new RedisKeyChangeNotifier(redis) : localKeyChanges);
+  const healthSharing = redis ? new RedisHealthSharing(redis, runtime.health, log) : localHealth;
+  const stopPurge = options.purgeIntervalMs === 0 ? async () => {} : startRetentionPurge(db, log, options.purgeIntervalMs ?? 3_600_000, fleetLease(db, 'retention-purge'));
+
+  return {
+    runtime,
+    redis,
+    keys,
+    reload(loaded) {
+      const next = loaded.config;
+      runtime.config = next;
+      runtime.catalog = buildCatalog(next);
+      runtime.adapters.clear();
+      runtime.health.settings = healthSettings(next);
+      runtime.writer.configure(next.records);
+      // New pools pick up changed providers; the old ones close once their calls finish.
+      const oldPools = runtime.pools;
+      runtime.pools = new UpstreamPools(observePoolWait);
+      void oldPools.close();
+    },
+    async stopBackground() {
+      await stopPurge();
+      healthSharing.close();
+    },
+    async close() {
+      await runtime.writer.close();
+      await runtime.responses.close();
+      await runtime.pools.close();
+      await runtime.limits.close();
+      stopGenAiMetrics();
+      await runtime.cache.close();
+      await options.telemetry?.shutdown();
+      await redis?.close();
+    },
+  };
+}

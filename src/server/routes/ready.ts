@@ -1,0 +1,31 @@
+import type { FastifyInstance } from 'fastify';
+import { sql, type Kysely } from 'kysely';
+import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
+import { localModelsNotReady } from '../../providers/local/local-model-files.js';
+import { describeWriteError } from '../../store/record-guard.js';
+import type { Database } from '../../store/schema.js';
+
+/**
+ * `GET /ready`: readiness, public. 503 `{status: "not ready", reason}` while the limit store
+ * (`OP_REDIS_URL`) cannot be reached, a local model's files are missing, records cannot be
+ * written, or the database does not answer; else 200 `{status: "ready", models: N}` (with a
+ * `warning` when no model is configured).
+ */
+export function registerReadyRoute(app: FastifyInstance, rt: () => GatewayRuntime, db: Kysely<Database>): void {
+  app.get('/ready', { config: { access: 'public', ownsPath: true } }, async (_req, reply) => {
+    const runtime = rt();
+    if (!(await runtime.limits.ping())) return reply.code(503).send({ status: 'not ready', reason: 'the limit store (OP_REDIS_URL) cannot be reached' });
+    const local = localModelsNotReady(runtime.config);
+    if (local) return reply.code(503).send({ status: 'not ready', reason: local });
+    const records = runtime.writer.problem;
+    if (records !== null) return reply.code(503).send({ status: 'not ready', reason: records });
+    try {
+      await sql`select 1`.execute(db);
+    } catch (err) {
+      const e = describeWriteError(err);
+      return reply.code(503).send({ status: 'not ready', reason: `the database cannot be reached: ${e.code}: ${e.message}` });
+    }
+    if (runtime.catalog.empty) return reply.code(200).send({ status: 'ready', warning: 'no models configured' });
+    return { status: 'ready', models: runtime.catalog.models.size };
+  });
+}
