@@ -11,30 +11,19 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Redis } from 'ioredis';
 import { startUpstream, type Upstream } from '../helpers/replay-upstream.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database.js';
 import { randomId } from '../../src/util/ids.js';
 import { keepChildLogs } from '../helpers/test-output.js';
 import { freePort } from '../helpers/free-port.js';
+import { redisReachable, TEST_REDIS_URL } from '../helpers/redis.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const CLI = new URL('../../dist/src/cli.js', import.meta.url).pathname;
 const run = promisify(execFile);
-const REDIS_URL = process.env.OP_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const REDIS_URL = TEST_REDIS_URL;
 
-async function redisReachable(): Promise<boolean> {
-  const r = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  try {
-    await r.connect();
-    return (await r.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    r.disconnect();
-  }
-}
 const skip = !existsSync(CLI) ? 'dist/src/cli.js is missing: run npm run build' : !(await redisReachable()) ? 'Redis not reachable (OP_TEST_REDIS_URL)' : false;
 
 
