@@ -10,6 +10,7 @@ import OpenAI from 'openai';
 import { startUpstream, type Upstream } from './replay-upstream.js';
 import { startGateway, type TestGateway } from './gateway.js';
 import { validateErrorResponse } from './openapi.js';
+import { sseJsonEvents } from './sse.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -40,12 +41,10 @@ export const messageDelta = (stop: string, output: number): string => ev({ type:
 export const STOP = ev({ type: 'message_stop' });
 export const overloaded = ev({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
 
+/** The JSON chunks of a gateway chat stream, asserting that it ends with `data: [DONE]`. */
 export function parseSse(text: string): Json[] {
   assert.ok(text.endsWith('data: [DONE]\n\n'), text.slice(-200));
-  return text
-    .split('\n\n')
-    .filter((b) => b.startsWith('data: {'))
-    .map((b) => JSON.parse(b.slice('data: '.length)) as Json);
+  return sseJsonEvents(text);
 }
 
 export interface Setup {

@@ -15,12 +15,15 @@ type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-ex
 // ---------------------------------------------------------------------------------------------
 // Upstream chunks
 
+/** The `created` of every upstream chunk (seconds). */
 export const CREATED = 1_700_000_000;
 
+/** An upstream `chat.completion.chunk` with one choice: `delta` and `finish_reason`. */
 export function upChunk(delta: Json, finish: string | null = null): string {
   return JSON.stringify({ id: 'chatcmpl-up', object: 'chat.completion.chunk', created: CREATED, model: 'upstream-model', choices: [{ index: 0, delta, finish_reason: finish }] });
 }
 
+/** An upstream usage chunk (no choices) with these prompt and completion token counts. */
 export function upUsage(prompt: number, completion: number): string {
   return JSON.stringify({ id: 'chatcmpl-up', object: 'chat.completion.chunk', created: CREATED, model: 'upstream-model', choices: [], usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion } });
 }
@@ -36,12 +39,14 @@ export const frame = (payload: string): string => `data: ${payload}\n\n`;
 // ---------------------------------------------------------------------------------------------
 // Setup
 
+/** The upstreams and gateway of one test: `up` first, `up2` the fallback endpoint's. */
 export interface Setup {
   up: Upstream;
   up2: Upstream;
   gw: TestGateway;
 }
 
+/** Provider `timeouts` of the gateway under test, milliseconds. */
 export type Timeouts = Partial<{ first_token_ms: number; idle_ms: number; total_ms: number; connect_ms: number }>;
 
 /**
@@ -67,8 +72,10 @@ export async function setup(t: TestContext, opts: { fallback?: boolean; timeouts
   return { up, up2, gw };
 }
 
+/** The messages of every request. */
 export const HELLO = [{ role: 'user', content: 'hi' }];
 
+/** POST `body` to the gateway's chat completions with the admin key. */
 export function post(gw: TestGateway, body: Json, init: RequestInit = {}): Promise<Response> {
   return fetch(`${gw.baseURL}/chat/completions`, {
     method: 'POST',
@@ -78,6 +85,7 @@ export function post(gw: TestGateway, body: Json, init: RequestInit = {}): Promi
   });
 }
 
+/** A streamed request for `test/model`, with `extra` fields over it. */
 export const streamRequest = (extra: Json = {}): Json => ({ model: 'test/model', messages: HELLO, stream: true, ...extra });
 
 // ---------------------------------------------------------------------------------------------
@@ -111,11 +119,13 @@ export function parseClientSse(text: string): Json[] {
   return data.map((d) => JSON.parse(d) as Json);
 }
 
+/** Read a gateway response to its end and parse it strictly ({@link parseClientSse}). */
 export async function readStream(res: Response): Promise<ClientStream> {
   const text = await res.text();
   return { res, text, events: parseClientSse(text) };
 }
 
+/** The content deltas of a stream's events, joined. */
 export const contentOf = (events: Json[]): string => events.map((e) => e.choices?.[0]?.delta?.content ?? '').join('');
 
 /**
@@ -148,6 +158,7 @@ export function checkSuccessfulStream(s: ClientStream): { deltas: string[]; fini
   return { deltas, finish: finishes[0]!.choices[0].finish_reason as string, usage: last.usage as Json, id: id! };
 }
 
+/** The generation record with id `id`, after a flush; throws when there is none. */
 export async function generationRow(gw: TestGateway, id: string) {
   await gw.flush();
   return gw.store.db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirstOrThrow();

@@ -23,6 +23,7 @@ import { validateChatCompletionChunk, validateErrorResponse } from '../helpers/o
 import { checkErrorChunk, checkErrorResponse, checkSuccessfulStream, contentOf, frame, generationRow, post as relayPost, readStream, setup as relaySetup, streamRequest, textStream, upChunk } from '../helpers/relay-harness.js';
 import { errorOf, overloaded, parseSse, setup as anthropicSetup, START, TEXT_START, textDelta, anthropicError } from '../helpers/anthropic-gateway.js';
 import { gError, openaiChunk, startGeminiGateway, textEvent, type GeminiGateway } from '../helpers/gemini-gateway.js';
+import { sseJsonEvents } from '../helpers/sse.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 type Kind = 'openai' | 'anthropic' | 'gemini';
@@ -223,7 +224,7 @@ describe('errors inside an HTTP 200', () => {
       if (shape.stream) {
         const text = await res.text();
         assert.ok(text.endsWith('data: [DONE]\n\n'));
-        const events = text.split('\n\n').filter((b) => b.startsWith('data: {')).map((b) => JSON.parse(b.slice(6)) as Json);
+        const events = sseJsonEvents(text);
         for (const e of events) assert.deepEqual(validateChatCompletionChunk(e), []);
         assert.equal(events.filter((e) => e.error).length, 0);
         content = events.map((e) => e.choices[0]?.delta?.content ?? '').join('');
@@ -253,7 +254,7 @@ describe('errors inside an HTTP 200', () => {
       assert.equal(res.status, 200);
       const text = await res.text();
       assert.ok(text.endsWith('data: [DONE]\n\n'));
-      const events = text.split('\n\n').filter((b) => b.startsWith('data: {')).map((b) => JSON.parse(b.slice(6)) as Json);
+      const events = sseJsonEvents(text);
       assert.equal(events.map((e) => e.choices[0]?.delta?.content ?? '').join(''), 'Hello');
       const errors = events.filter((e) => e.error);
       assert.equal(errors.length, 1);
