@@ -11,11 +11,10 @@ export { freePort } from '../helpers/free-port.js';
 import { freePort } from '../helpers/free-port.js';
 import { redisReachable } from '../helpers/redis.js';
 import { sleep } from '../helpers/poll.js';
+import { CLI } from '../helpers/cli-process.js';
 
 /** The built CLI (`npm run build`). */
-export const CLI = new URL('../../dist/src/cli.js', import.meta.url).pathname;
-
-
+export { CLI };
 
 /** The path of an executable on PATH or in the usual sbin folders, or null. */
 export function findExecutable(name: string): string | null {
