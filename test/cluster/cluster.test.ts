@@ -23,6 +23,7 @@ import { startUpstream, type Upstream } from '../helpers/replay-upstream.js';
 import { createTestDatabase, TEST_DATABASE_URL, type TestDatabase } from '../helpers/test-database.js';
 import { CLI, findExecutable, startNginx, startRedis, startReplica, type Proc } from './fleet.js';
 import { privatePostgresMissing, startPrivatePostgres, type PrivatePostgres } from '../helpers/private-postgres.js';
+import { sleep } from '../helpers/poll.js';
 
 const missing = [
   !existsSync(CLI) && 'dist/src/cli.js (run npm run build)',
@@ -35,7 +36,6 @@ const skip = missing.length ? `missing: ${missing.join(', ')}` : false;
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const ADMIN = 'cluster-admin-key';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const say = (line: string) => process.stdout.write(`# cluster: ${line}\n`);
 
 const completion = (completionTokens: number) => ({

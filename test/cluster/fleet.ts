@@ -7,15 +7,14 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
 export { freePort } from '../helpers/free-port.js';
 import { freePort } from '../helpers/free-port.js';
+import { redisReachable } from '../helpers/redis.js';
+import { sleep } from '../helpers/poll.js';
+import { CLI } from '../helpers/cli-process.js';
 
 /** The built CLI (`npm run build`). */
-export const CLI = new URL('../../dist/src/cli.js', import.meta.url).pathname;
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
+export { CLI };
 
 /** The path of an executable on PATH or in the usual sbin folders, or null. */
 export function findExecutable(name: string): string | null {
@@ -71,18 +70,7 @@ export async function startRedis(dir: string): Promise<Proc & { url: string }> {
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
   const proc = track(child, port);
   const url = `redis://127.0.0.1:${port}`;
-  await waitFor('redis-server', async () => {
-    const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    r.on('error', () => {}); // not up yet: the check answers false
-    try {
-      await r.connect();
-      return (await r.ping()) === 'PONG';
-    } catch {
-      return false;
-    } finally {
-      r.disconnect();
-    }
-  }, proc);
+  await waitFor('redis-server', () => redisReachable(url), proc);
   return { ...proc, url };
 }
 

@@ -5,7 +5,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,10 +13,9 @@ import { promisify } from 'node:util';
 import OpenAI from 'openai';
 import { startUpstream, type Upstream } from '../helpers/replay-upstream.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database.js';
-import { keepChildLogs } from '../helpers/test-output.js';
 import { freePort } from '../helpers/free-port.js';
+import { CLI, spawnCli, untilHealthy } from '../helpers/cli-process.js';
 
-const CLI = new URL('../../dist/src/cli.js', import.meta.url).pathname;
 const run = promisify(execFile);
 const skip = existsSync(CLI) ? false : 'dist/src/cli.js is missing: run npm run build';
 
@@ -78,18 +77,9 @@ describe('opinference CLI', { skip }, () => {
     assert.match(relisted, /\tci\top-[^\t]*…\tactive\t/);
 
     const port = await freePort();
-    const child: ChildProcess = spawn(process.execPath, [CLI, 'serve'], { env: { ...env, OP_PORT: String(port), OP_HOST: '127.0.0.1' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    keepChildLogs(child, 'serve');
-    let logs = '';
-    child.stdout!.on('data', (d) => (logs += d));
-    child.stderr!.on('data', (d) => (logs += d));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const { child, logs, exited } = spawnCli(['serve'], { ...env, OP_PORT: String(port), OP_HOST: '127.0.0.1' }, 'serve');
     try {
-      for (let i = 0; i < 100; i++) {
-        const up = await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false);
-        if (up) break;
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await untilHealthy(port);
       const marker = `PROMPT-MARKER-${Date.now()}`;
       const pieces = ['one ', 'two ', 'three ', 'four ', 'five'];
       upstream.enqueue({ sse: [...pieces.map(chunk), JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: { prompt_tokens: 9, completion_tokens: 5, total_tokens: 14 } })], delayMs: 150 });
@@ -106,10 +96,10 @@ describe('opinference CLI', { skip }, () => {
       }
       assert.equal(text, 'one two three four five');
       assert.equal(await exited, 0);
-      assert.match(logs, /draining/);
-      assert.equal(logs.includes(marker), false, 'the prompt reached the logs');
-      assert.equal(logs.includes('sk-upstream-never-logged'), false, 'the upstream key reached the logs');
-      assert.equal(logs.includes(secret), false, 'the client key reached the logs');
+      assert.match(logs(), /draining/);
+      assert.equal(logs().includes(marker), false, 'the prompt reached the logs');
+      assert.equal(logs().includes('sk-upstream-never-logged'), false, 'the upstream key reached the logs');
+      assert.equal(logs().includes(secret), false, 'the client key reached the logs');
       const store = database.open();
       const rows = await store.db.selectFrom('generations').select(['status', 'completion_tokens', 'streamed', 'content']).execute().finally(() => store.close());
       assert.deepEqual(rows, [{ status: 'success', completion_tokens: 5, streamed: 1, content: null }]);
@@ -129,15 +119,11 @@ describe('opinference CLI', { skip }, () => {
     const head = `providers:\n  - id: up\n    kind: openai\n    base_url: ${upstream.url}\n`;
     writeFileSync(file, head + modelYaml('test/first'));
     const port = await freePort();
-    const child = spawn(process.execPath, [CLI, 'serve'], { env: { ...env, OP_CONFIG: file, OP_PORT: String(port), OP_HOST: '127.0.0.1', OP_ADMIN_KEY: 'adm' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    keepChildLogs(child, 'reload');
-    let logs = '';
-    child.stdout!.on('data', (d) => (logs += d));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const { child, stdout: logs, exited } = spawnCli(['serve'], { ...env, OP_CONFIG: file, OP_PORT: String(port), OP_HOST: '127.0.0.1', OP_ADMIN_KEY: 'adm' }, 'reload');
     const models = async () => ((await (await fetch(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: 'Bearer adm' } })).json()) as { data: { id: string }[] }).data.map((m) => m.id);
     const waitFor = async (pattern: RegExp) => {
-      for (let i = 0; i < 100 && !pattern.test(logs); i++) await new Promise((r) => setTimeout(r, 50));
-      assert.match(logs, pattern);
+      for (let i = 0; i < 100 && !pattern.test(logs()); i++) await new Promise((r) => setTimeout(r, 50));
+      assert.match(logs(), pattern);
     };
     try {
       await waitFor(/Server listening/);
@@ -149,7 +135,7 @@ describe('opinference CLI', { skip }, () => {
       writeFileSync(file, head + modelYaml('test/third') + '        bogus: 1\n');
       child.kill('SIGHUP');
       await waitFor(/config reload refused/);
-      assert.match(logs, /models\[0\]\.endpoints\[0\]\.bogus: unknown key/);
+      assert.match(logs(), /models\[0\]\.endpoints\[0\]\.bogus: unknown key/);
       assert.deepEqual(await models(), ['test/second']);
       child.kill('SIGTERM');
       assert.equal(await exited, 0);
@@ -162,13 +148,9 @@ describe('opinference CLI', { skip }, () => {
     const file = join(dir, 'drain.yaml');
     writeFileSync(file, `server: { drain_timeout_ms: 400 }\nproviders:\n  - id: up\n    kind: openai\n    base_url: ${upstream.url}\nmodels:\n  - id: test/model\n    context_length: 8192\n    endpoints:\n      - provider: up\n        upstream_model: m\n`);
     const port = await freePort();
-    const child = spawn(process.execPath, [CLI, 'serve'], { env: { ...env, OP_CONFIG: file, OP_PORT: String(port), OP_HOST: '127.0.0.1', OP_ADMIN_KEY: 'adm' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    keepChildLogs(child, 'drain');
-    let logs = '';
-    child.stdout!.on('data', (d) => (logs += d));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const { child, stdout: logs, exited } = spawnCli(['serve'], { ...env, OP_CONFIG: file, OP_PORT: String(port), OP_HOST: '127.0.0.1', OP_ADMIN_KEY: 'adm' }, 'drain');
     try {
-      for (let i = 0; i < 100 && !/Server listening/.test(logs); i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 100 && !/Server listening/.test(logs()); i++) await new Promise((r) => setTimeout(r, 50));
       upstream.enqueue({ sse: ['one ', 'two ', 'three ', 'four '].map(chunk), delayMs: 300 });
       const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, { method: 'POST', headers: { authorization: 'Bearer adm', 'content-type': 'application/json' }, body: JSON.stringify({ model: 'test/model', stream: true, messages: [{ role: 'user', content: 'x' }] }) });
       const reader = res.body!.getReader();

@@ -11,8 +11,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { CLI } from '../helpers/cli-process.js';
 
-const CLI = new URL('../../dist/src/cli.js', import.meta.url).pathname;
 const run = promisify(execFile);
 const skip = existsSync(CLI) ? false : 'dist/src/cli.js is missing: run npm run build';
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;

@@ -8,7 +8,6 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
-import { Redis } from 'ioredis';
 import { parseConfig } from '../../src/config/load.js';
 import { buildGateway, type Gateway } from '../../src/server/app.js';
 import type { OpenDatabase } from '../../src/store/database.js';
@@ -19,25 +18,13 @@ import { startUpstream, type Upstream } from '../helpers/replay-upstream.js';
 import { oneModelConfig } from '../helpers/gateway.js';
 import { createTestDatabase, TEST_DIALECT } from '../helpers/test-database.js';
 import { freePort } from '../helpers/free-port.js';
+import { until } from '../helpers/poll.js';
+import { redisReachable, TEST_REDIS_URL } from '../helpers/redis.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-const REDIS_URL = process.env.OP_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-
-async function reachable(): Promise<string | false> {
-  const r = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  r.on('error', () => {});
-  try {
-    await r.connect();
-    await r.ping();
-    return false;
-  } catch {
-    return 'Redis not reachable (OP_TEST_REDIS_URL)';
-  } finally {
-    r.disconnect();
-  }
-}
-const skip = await reachable();
+const REDIS_URL = TEST_REDIS_URL;
+const skip = (await redisReachable()) ? false : 'Redis not reachable (OP_TEST_REDIS_URL)';
 
 interface Replica {
   gateway: Gateway;
@@ -89,14 +76,7 @@ const chat = (origin: string, key: string) =>
 const answer = { json: { id: 'x', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } } };
 
 /** Poll `check` every 5 ms until it holds; resolves with the ms it took, rejects after `limitMs`. */
-async function within(limitMs: number, check: () => Promise<boolean>): Promise<number> {
-  const started = performance.now();
-  for (;;) {
-    if (await check()) return Math.round(performance.now() - started);
-    if (performance.now() - started > limitMs) throw new Error(`not within ${limitMs} ms`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+const within = (limitMs: number, check: () => Promise<boolean>): Promise<number> => until('the check', check, limitMs, 5);
 
 describe('replicas share endpoint health and key changes', { skip }, () => {
   let up: Upstream;
@@ -202,10 +182,7 @@ describe('background jobs run once across replicas', { skip: skip || (TEST_DIALE
 /** A private redis-server (Debian's), so that the test can stop and restart it. */
 async function startRedis(port: number): Promise<ChildProcess> {
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  const r = new Redis(`redis://127.0.0.1:${port}`, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  r.on('error', () => {});
-  await within(5000, async () => r.connect().then(() => true, () => false));
-  r.disconnect();
+  await until('redis-server', () => redisReachable(`redis://127.0.0.1:${port}`), 5000, 5);
   return child;
 }
 

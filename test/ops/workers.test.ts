@@ -5,36 +5,24 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Redis } from 'ioredis';
 import { startUpstream, type Upstream } from '../helpers/replay-upstream.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database.js';
 import { randomId } from '../../src/util/ids.js';
-import { keepChildLogs } from '../helpers/test-output.js';
 import { freePort } from '../helpers/free-port.js';
+import { redisReachable, TEST_REDIS_URL } from '../helpers/redis.js';
+import { CLI, spawnCli } from '../helpers/cli-process.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-const CLI = new URL('../../dist/src/cli.js', import.meta.url).pathname;
 const run = promisify(execFile);
-const REDIS_URL = process.env.OP_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const REDIS_URL = TEST_REDIS_URL;
 
-async function redisReachable(): Promise<boolean> {
-  const r = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  try {
-    await r.connect();
-    return (await r.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    r.disconnect();
-  }
-}
 const skip = !existsSync(CLI) ? 'dist/src/cli.js is missing: run npm run build' : !(await redisReachable()) ? 'Redis not reachable (OP_TEST_REDIS_URL)' : false;
 
 
@@ -80,21 +68,15 @@ describe('serve --workers', { skip }, () => {
 
   test('2 workers serve one port; a killed worker is restarted; SIGHUP reaches both; SIGTERM drains all, exit 0', async () => {
     const port = await freePort();
-    const child: ChildProcess = spawn(process.execPath, [CLI, 'serve', '--workers', '2'], { env: { ...env, OP_PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
-    keepChildLogs(child, 'workers');
-    let out = '';
-    let err = '';
-    child.stdout!.on('data', (d) => (out += d));
-    child.stderr!.on('data', (d) => (err += d));
-    const lines = (): Json[] => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Json);
+    const { child, stdout: out, stderr: err, exited } = spawnCli(['serve', '--workers', '2'], { ...env, OP_PORT: String(port) }, 'workers');
+    const lines = (): Json[] => out().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Json);
     const waitFor = async (what: string, check: (ls: Json[]) => boolean, ms = 15_000) => {
       const started = Date.now();
       while (!check(lines())) {
-        if (Date.now() - started > ms) assert.fail(`${what}: not within ${ms} ms\n${out}\n${err}`);
+        if (Date.now() - started > ms) assert.fail(`${what}: not within ${ms} ms\n${out()}\n${err()}`);
         await new Promise((r) => setTimeout(r, 50));
       }
     };
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     const workerPids = () => new Set(lines().filter((l) => /^Server listening/.test(l.msg ?? '')).map((l) => l.pid as number));
     try {
       await waitFor('two workers listening', () => workerPids().size === 2);

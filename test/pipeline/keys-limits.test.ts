@@ -1,28 +1,17 @@
 /** Keys, budgets and rate limits (issue 5 items 1–3), in-process and through Redis. */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Redis } from 'ioredis';
 import { startUpstream, type Upstream } from '../helpers/replay-upstream.js';
 import { oneModelConfig, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { validateErrorResponse } from '../helpers/openapi.js';
 import { estimatePromptTokens } from '../../src/accounting/estimate-tokens.js';
 import { createKey } from '../../src/store/keys.js';
+import { redisReachable, TEST_REDIS_URL } from '../helpers/redis.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-const REDIS_URL = process.env.OP_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const REDIS_URL = TEST_REDIS_URL;
 
-async function redisReachable(): Promise<boolean> {
-  const r = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  try {
-    await r.connect();
-    return (await r.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    r.disconnect();
-  }
-}
 
 const completion = (prompt: number, completionTokens: number) => ({
   json: { id: 'x', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: { prompt_tokens: prompt, completion_tokens: completionTokens, total_tokens: prompt + completionTokens } },

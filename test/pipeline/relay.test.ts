@@ -1,7 +1,8 @@
 /**
  * The upstream relay survives what real servers send (issue item 6): odd SSE framing, bytes cut
- * anywhere, huge lines, missing usage, messy tool-call indexes, non-JSON errors, errors inside
- * a 200 stream, failures after the first byte, timeouts, client disconnects and rate limits.
+ * anywhere, huge lines, missing usage, messy tool-call indexes, non-JSON errors, timeouts,
+ * client disconnects and rate limits. Errors inside a 200 stream and failures after the first
+ * byte are in test/pipeline/stream-errors.test.ts, on the same harness (helpers/relay-harness.ts).
  *
  * Each test starts its own fake upstream(s) and gateway. Client output is read byte by byte
  * with `fetch` and a small line-based SSE reader (every line the gateway sends must be a
@@ -11,194 +12,11 @@ import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { countTokens } from 'gpt-tokenizer';
-import { startUpstream, type ScriptedResponse, type Upstream } from '../helpers/replay-upstream.js';
-import { oneModelConfig, startGateway, type TestGateway } from '../helpers/gateway.js';
-import { validateChatCompletionChunk, validateErrorResponse } from '../helpers/openapi.js';
+import { type ScriptedResponse } from '../helpers/replay-upstream.js';
+import { upChunk, upUsage, textStream, frame, setup, HELLO, post, streamRequest, readStream, contentOf, checkSuccessfulStream, generationRow, waitForRow, checkErrorResponse, checkErrorChunk } from '../helpers/relay-harness.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-// ---------------------------------------------------------------------------------------------
-// Upstream chunks
-
-const CREATED = 1_700_000_000;
-
-function upChunk(delta: Json, finish: string | null = null): string {
-  return JSON.stringify({ id: 'chatcmpl-up', object: 'chat.completion.chunk', created: CREATED, model: 'upstream-model', choices: [{ index: 0, delta, finish_reason: finish }] });
-}
-
-function upUsage(prompt: number, completion: number): string {
-  return JSON.stringify({ id: 'chatcmpl-up', object: 'chat.completion.chunk', created: CREATED, model: 'upstream-model', choices: [], usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion } });
-}
-
-/** A plain OpenAI text stream: role, one chunk per piece, finish `stop`, optional usage. */
-function textStream(pieces: string[], usage?: [number, number]): string[] {
-  return [upChunk({ role: 'assistant', content: '' }), ...pieces.map((p) => upChunk({ content: p })), upChunk({}, 'stop'), ...(usage ? [upUsage(usage[0], usage[1])] : [])];
-}
-
-/** `data: <payload>\n\n` per payload (what `sse` framing writes), for hand-made raw bodies. */
-const frame = (payload: string): string => `data: ${payload}\n\n`;
-
-// ---------------------------------------------------------------------------------------------
-// Setup
-
-interface Setup {
-  up: Upstream;
-  up2: Upstream;
-  gw: TestGateway;
-}
-
-type Timeouts = Partial<{ first_token_ms: number; idle_ms: number; total_ms: number; connect_ms: number }>;
-
-/**
- * A fresh gateway. With `fallback`, model `test/model` has a second endpoint on provider
- * `up2` (upstream model `upstream-model-2`) on a second upstream, tried after `up` (same
- * prices; the routing draw is pinned so the config order holds).
- */
-async function setup(t: TestContext, opts: { fallback?: boolean; timeouts?: Timeouts } = {}): Promise<Setup> {
-  const up = await startUpstream();
-  const up2 = await startUpstream();
-  const base = oneModelConfig(up.url, { provider: opts.timeouts ? { timeouts: opts.timeouts } : {} });
-  if (opts.fallback) {
-    base.providers.push({ id: 'up2', kind: 'openai', base_url: up2.url, api_key: 'sk-second' });
-    base.models[0]!.endpoints.push({ ...base.models[0]!.endpoints[0]!, provider: 'up2', upstream_model: 'upstream-model-2' });
-  }
-  // A draw of 0 keeps the config order, so `up` is always tried first.
-  const gw = await startGateway(base, { random: () => 0 });
-  t.after(async () => {
-    await gw.close();
-    await up.close();
-    await up2.close();
-  });
-  return { up, up2, gw };
-}
-
-const HELLO = [{ role: 'user', content: 'hi' }];
-
-function post(gw: TestGateway, body: Json, init: RequestInit = {}): Promise<Response> {
-  return fetch(`${gw.baseURL}/chat/completions`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-    ...init,
-  });
-}
-
-const streamRequest = (extra: Json = {}): Json => ({ model: 'test/model', messages: HELLO, stream: true, ...extra });
-
-// ---------------------------------------------------------------------------------------------
-// Client-side SSE reading
-
-interface ClientStream {
-  res: Response;
-  /** The raw body text. */
-  text: string;
-  /** Parsed JSON events, without the final `[DONE]`. */
-  events: Json[];
-}
-
-/**
- * Parse a gateway SSE body strictly: events separated by a blank line, every line a
- * `data: ` line (no comments, no other fields), the last event `data: [DONE]`.
- */
-function parseClientSse(text: string): Json[] {
-  assert.ok(text.endsWith('data: [DONE]\n\n'), `stream does not end with [DONE]: …${JSON.stringify(text.slice(-200))}`);
-  const blocks = text.split('\n\n');
-  assert.equal(blocks.pop(), '');
-  const data: string[] = [];
-  for (const block of blocks) {
-    const lines = block.split('\n');
-    assert.equal(lines.length, 1, `one line per event: ${JSON.stringify(block.slice(0, 200))}`);
-    assert.ok(lines[0]!.startsWith('data: '), `not a data line: ${JSON.stringify(lines[0]!.slice(0, 200))}`);
-    data.push(lines[0]!.slice('data: '.length));
-  }
-  assert.equal(data.pop(), '[DONE]');
-  assert.ok(!data.includes('[DONE]'), '[DONE] appears once');
-  return data.map((d) => JSON.parse(d) as Json);
-}
-
-async function readStream(res: Response): Promise<ClientStream> {
-  const text = await res.text();
-  return { res, text, events: parseClientSse(text) };
-}
-
-const contentOf = (events: Json[]): string => events.map((e) => e.choices?.[0]?.delta?.content ?? '').join('');
-
-/**
- * Check a stream that succeeded: 200, SSE headers, every chunk a valid `chat.completion.chunk`
- * of this generation, the role first, one finish chunk, then one usage chunk, then [DONE].
- * @returns the content deltas (non-empty), the finish reason and the usage.
- */
-function checkSuccessfulStream(s: ClientStream): { deltas: string[]; finish: string; usage: Json; id: string } {
-  assert.equal(s.res.status, 200);
-  assert.equal(s.res.headers.get('content-type'), 'text/event-stream; charset=utf-8');
-  const id = s.res.headers.get('x-op-generation-id');
-  assert.match(id ?? '', /^gen_/);
-  assert.match(s.res.headers.get('x-request-id') ?? '', /^req_/);
-  for (const e of s.events) {
-    assert.deepEqual(validateChatCompletionChunk(e), [], JSON.stringify(e).slice(0, 300));
-    assert.equal(e.id, id);
-    assert.equal(e.model, 'test/model');
-    assert.equal(e.object, 'chat.completion.chunk');
-    assert.equal(e.error, undefined);
-  }
-  const first = s.events[0]!;
-  assert.deepEqual(first.choices, [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]);
-  const last = s.events.at(-1)!;
-  assert.deepEqual(last.choices, []);
-  const finishes = s.events.filter((e) => e.choices?.[0]?.finish_reason);
-  assert.equal(finishes.length, 1);
-  assert.equal(s.events.at(-2), finishes[0]);
-  assert.deepEqual(finishes[0]!.choices[0].delta, {});
-  const deltas = s.events.slice(1, -2).map((e) => e.choices[0].delta.content).filter((c): c is string => typeof c === 'string');
-  return { deltas, finish: finishes[0]!.choices[0].finish_reason as string, usage: last.usage as Json, id: id! };
-}
-
-async function generationRow(gw: TestGateway, id: string) {
-  await gw.flush();
-  return gw.store.db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-}
-
-/** Poll for a record written after the response ended (cancellations). ≤ 2 s. */
-async function waitForRow(gw: TestGateway, id: string) {
-  const deadline = Date.now() + 2000;
-  while (true) {
-    await gw.flush();
-    const row = await gw.store.db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirst();
-    if (row) return row;
-    if (Date.now() > deadline) throw new Error(`no generation record ${id} within 2 s`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-/** Check a JSON error response: status, envelope validity, request id; returns `error`. */
-async function checkErrorResponse(res: Response, status: number): Promise<Json> {
-  assert.equal(res.status, status);
-  assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
-  const body = (await res.json()) as Json;
-  assert.deepEqual(validateErrorResponse(body), []);
-  assert.match(res.headers.get('x-request-id') ?? '', /^req_/);
-  assert.equal(body.error.request_id, res.headers.get('x-request-id'));
-  return body.error as Json;
-}
-
-/** The single error chunk of a stream that failed after its first byte. */
-function checkErrorChunk(s: ClientStream): Json {
-  assert.equal(s.res.status, 200);
-  const withError = s.events.filter((e) => e.error !== undefined);
-  assert.equal(withError.length, 1, 'exactly one chunk carries `error`');
-  const chunk = withError[0]!;
-  assert.equal(s.events.at(-1), chunk, 'the error chunk is the last before [DONE]');
-  assert.equal(chunk.id, s.res.headers.get('x-op-generation-id'));
-  assert.deepEqual(chunk.choices, [{ index: 0, delta: {}, logprobs: null, finish_reason: 'error' }]);
-  assert.equal(chunk.error.request_id, s.res.headers.get('x-request-id'));
-  for (const key of ['code', 'message', 'kind', 'scope', 'type', 'param', 'request_id']) assert.ok(key in chunk.error, `error.${key}`);
-  // Everything before it is a valid chunk without a finish reason.
-  for (const e of s.events.slice(0, -1)) {
-    assert.deepEqual(validateChatCompletionChunk(e), []);
-    assert.equal(e.choices[0].finish_reason, null);
-  }
-  return chunk;
-}
 
 const costPico = (prompt: number, completion: number): number => prompt * 1_000_000 + completion * 2_000_000;
 
@@ -443,47 +261,6 @@ describe('upstream errors before the first byte', () => {
     assert.equal(up.requests.length, 3);
   });
 
-  test('a 200 whose first event is an error: a JSON error with one endpoint', async (t) => {
-    const { up, gw } = await setup(t);
-    up.enqueue({ sse: [JSON.stringify({ error: { message: 'overloaded', code: 529 } })] });
-    const res = await post(gw, streamRequest());
-    const err = await checkErrorResponse(res, 503);
-    assert.equal(err.code, 'upstream_overloaded');
-    assert.equal(err.kind, 'retryable');
-    assert.equal(err.scope, 'provider');
-    assert.equal(err.type, 'server_error');
-    assert.equal(err.message, 'overloaded');
-    await gw.flush();
-    const row = await gw.store.db.selectFrom('generations').selectAll().where('request_id', '=', err.request_id as string).executeTakeFirstOrThrow();
-    assert.equal(row.status, 'error');
-    assert.equal(row.error_code, 'upstream_overloaded');
-    assert.equal(row.http_status, 503);
-  });
-
-  test('a 200 whose first event is an error falls back to the second endpoint', async (t) => {
-    const { up, up2, gw } = await setup(t, { fallback: true });
-    // OpenRouter style: a processing comment, then the error as the first event.
-    up.enqueue({ rawChunks: [': OPENROUTER PROCESSING\n\n', frame(JSON.stringify({ error: { message: 'overloaded', code: 529 } })), 'data: [DONE]\n\n'] });
-    up2.enqueue({ sse: textStream(['from', ' second'], [8, 2]) });
-    const out = checkSuccessfulStream(await readStream(await post(gw, streamRequest())));
-    assert.deepEqual(out.deltas, ['from', ' second']);
-    assert.equal((up2.requests[0]!.json as Json).model, 'upstream-model-2');
-    const row = await generationRow(gw, out.id);
-    assert.equal(row.status, 'success');
-    assert.equal(row.provider, 'up2');
-    assert.equal(row.endpoint, 'up2/upstream-model-2');
-    const attempts = (JSON.parse(row.detail) as Json).attempts as Json[];
-    assert.equal(attempts.length, 2);
-    assert.deepEqual(
-      attempts.map((a) => ({ endpoint: a.endpoint, provider: a.provider, model: a.model, error_code: a.error_code })),
-      [
-        { endpoint: 'up/upstream-model', provider: 'up', model: 'test/model', error_code: 'upstream_overloaded' },
-        { endpoint: 'up2/upstream-model-2', provider: 'up2', model: 'test/model', error_code: null },
-      ],
-    );
-    assert.equal(attempts[1]!.status, 200);
-  });
-
   test('upstream 429 with Retry-After: 7', async (t) => {
     const { up, gw } = await setup(t);
     const rate = { status: 429, headers: { 'retry-after': '7' }, json: { error: { message: 'Rate limit reached for requests', type: 'rate_limit_error', code: 'rate_limit_exceeded' } } };
@@ -515,83 +292,6 @@ describe('upstream errors before the first byte', () => {
       },
     );
     assert.equal(up.requests.length, 2);
-  });
-});
-
-describe('failures after the first byte', () => {
-  const contentThenReset = (): ScriptedResponse => {
-    const pieces = [frame(upChunk({ role: 'assistant', content: '' })), frame(upChunk({ content: 'Hello' })), frame(upChunk({ content: ' world' }))];
-    return { rawChunks: [...pieces, frame(upChunk({ content: ' never sent' }))], destroyAfterBytes: Buffer.byteLength(pieces.join('')), delayMs: 10 };
-  };
-  const contentThenInBandError = (): ScriptedResponse => ({
-    sse: [upChunk({ role: 'assistant', content: '' }), upChunk({ content: 'Hello' }), upChunk({ content: ' world' }), JSON.stringify({ error: { message: 'model crashed', code: 500 } })],
-    delayMs: 10,
-  });
-
-  test('a connection reset mid-stream ends with one error chunk, no fallback', async (t) => {
-    const { up, up2, gw } = await setup(t, { fallback: true });
-    up.enqueue(contentThenReset());
-    up2.enqueue({ sse: textStream(['must not be used'], [1, 1]) });
-    const s = await readStream(await post(gw, streamRequest()));
-    const chunk = checkErrorChunk(s);
-    assert.equal(contentOf(s.events), 'Hello world');
-    assert.deepEqual(s.events.slice(1, -1).map((e) => e.choices[0].delta.content), ['Hello', ' world']);
-    assert.equal(chunk.error.code, 'upstream_connection_failed');
-    assert.equal(chunk.error.kind, 'retryable');
-    assert.equal(chunk.error.scope, 'provider');
-    assert.equal(chunk.error.type, 'server_error');
-    assert.equal(chunk.error.param, null);
-    assert.equal(chunk.error.message, 'other side closed');
-    assert.equal(chunk.usage.total_tokens, chunk.usage.prompt_tokens + chunk.usage.completion_tokens);
-    assert.ok(chunk.usage.completion_tokens > 0);
-    assert.equal(up2.requests.length, 0, 'no fallback after the first byte');
-    const row = await generationRow(gw, chunk.id as string);
-    assert.equal(row.status, 'error');
-    assert.equal(row.error_code, 'upstream_connection_failed');
-    assert.equal(row.provider, 'up');
-    assert.equal((JSON.parse(row.detail) as Json).attempts.length, 1);
-  });
-
-  test('an in-band error chunk mid-stream ends with one error chunk, no fallback', async (t) => {
-    const { up, up2, gw } = await setup(t, { fallback: true });
-    up.enqueue(contentThenInBandError());
-    up2.enqueue({ sse: textStream(['must not be used'], [1, 1]) });
-    const s = await readStream(await post(gw, streamRequest()));
-    const chunk = checkErrorChunk(s);
-    assert.equal(contentOf(s.events), 'Hello world');
-    assert.deepEqual(chunk.error, {
-      code: 'upstream_error',
-      message: 'model crashed',
-      kind: 'retryable',
-      scope: 'provider',
-      type: 'server_error',
-      param: null,
-      request_id: s.res.headers.get('x-request-id'),
-      metadata: { provider_name: 'up', upstream_status: 500, upstream_code: 500 },
-    });
-    assert.equal(up2.requests.length, 0, 'no fallback after the first byte');
-  });
-
-  test('the SDK raises an APIError while iterating, after the content', async (t) => {
-    const { up, gw } = await setup(t, { fallback: true });
-    up.enqueue(contentThenReset(), contentThenInBandError());
-    const client = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.adminKey, maxRetries: 0 });
-    for (const expected of ['upstream_connection_failed', 'upstream_error']) {
-      const stream = await client.chat.completions.create({ model: 'test/model', messages: [{ role: 'user', content: 'hi' }], stream: true });
-      let content = '';
-      await assert.rejects(
-        (async () => {
-          for await (const c of stream) content += c.choices[0]?.delta?.content ?? '';
-        })(),
-        (e: unknown) => {
-          assert.ok(e instanceof OpenAI.APIError, String(e));
-          assert.equal(e.code, expected);
-          assert.equal(e.type, 'server_error');
-          return true;
-        },
-      );
-      assert.equal(content, 'Hello world');
-    }
   });
 });
 

@@ -11,10 +11,10 @@ import { DatabaseResponseCacheStore } from '../../src/cache/database-response-ca
 import { CACHE_BYPASS_WARNING } from '../../src/pipeline/stages/response-cache.js';
 import { openDatabase } from '../../src/store/database.js';
 import { migrate } from '../../src/store/migrations.js';
+import { sleep } from '../helpers/poll.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Wait until the gateway's cache store holds the answer of `body` for `keyId` (stores happen after the response). */
 async function untilStored(gw: TestGateway, keyId: string, body: Json, scopes: string[][] = []): Promise<void> {

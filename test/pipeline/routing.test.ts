@@ -10,6 +10,7 @@ import { HealthRegistry } from '../../src/routing/endpoint-health.js';
 import { planRoute } from '../../src/routing/route-plan.js';
 import type { ChatRequest } from '../../src/core/chat-types.js';
 import { seededRandom } from '../helpers/seeded-random.js';
+import { sseJsonEvents } from '../helpers/sse.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -332,7 +333,7 @@ describe('time', () => {
       a.enqueue({ sse: [...pieces, JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })], delayMs: 60 });
       const res = await post(gw, { model: 'test/model', messages: msgs, stream: true });
       const text = await res.text();
-      const content = text.split('\n\n').filter((e) => e.startsWith('data: {')).map((e) => (JSON.parse(e.slice(6)) as Json).choices[0]?.delta?.content ?? '').join('');
+      const content = sseJsonEvents(text).map((e) => e.choices[0]?.delta?.content ?? '').join('');
       assert.equal(content, 'p0 p1 p2 p3 p4 p5 ');
       a.enqueue({ ...answer('too slow'), delayBeforeHeadersMs: 400 });
       const slow = await post(gw, { model: 'test/model', messages: msgs });

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { startUpstream, type Upstream } from '../helpers/replay-upstream.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { validateChatCompletion, validateChatCompletionChunk } from '../helpers/openapi.js';
+import { sseJsonEvents } from '../helpers/sse.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -390,7 +391,7 @@ describe('Anthropic request translation', () => {
     const body = upstream.requests.at(-1)!.json as Json;
     assert.deepEqual(body.tools, [{ name: 'json_response', description: 'Respond with a JSON object.', input_schema: { type: 'object', additionalProperties: true } }]);
     assert.deepEqual(body.tool_choice, { type: 'tool', name: 'json_response' });
-    const chunks = res.text.split('\n\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)) as Json);
+    const chunks = sseJsonEvents(res.text);
     for (const c of chunks) assert.deepEqual(validateChatCompletionChunk(c), []);
     const deltas = chunks.map((c) => c.choices[0]?.delta ?? {});
     assert.equal(deltas.map((d) => d.content ?? '').join(''), '{"city": "Paris", "temp": 18}');
@@ -438,7 +439,7 @@ describe('Anthropic request translation', () => {
     const streamed = await post({ messages: [{ role: 'user', content: 'x' }], include_reasoning: false, stream: true });
     assert.equal(streamed.status, 200);
     assert.ok(!streamed.text.includes('secret'), streamed.text);
-    const deltas = streamed.text.split('\n\n').filter((l) => l.startsWith('data: {')).map((l) => (JSON.parse(l.slice(6)) as Json).choices[0]?.delta ?? {});
+    const deltas = sseJsonEvents(streamed.text).map((l) => l.choices[0]?.delta ?? {});
     assert.deepEqual(deltas.flatMap((d: Json) => d.reasoning_details ?? []), [signed]);
     assert.equal(deltas.map((d: Json) => d.content ?? '').join(''), '4');
   });
@@ -467,7 +468,7 @@ describe('Anthropic request translation', () => {
     const first = { messages: [{ role: 'user', content: 'Weather in Paris?' }], tools: [WEATHER_TOOL], reasoning: { effort: 'low' }, max_tokens: 2000, stream: true };
     const res1 = await post(first);
     assert.equal(res1.status, 200);
-    const chunks = res1.text.split('\n\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)) as Json);
+    const chunks = sseJsonEvents(res1.text);
     for (const c of chunks) assert.deepEqual(validateChatCompletionChunk(c), []);
     const deltas = chunks.map((c) => c.choices[0]?.delta ?? {});
     const reasoning = deltas.map((d) => d.reasoning ?? '').join('');

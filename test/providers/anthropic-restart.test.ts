@@ -13,6 +13,7 @@ import OpenAI from 'openai';
 import { fixturesAvailable, fixturesDir, loadChunks, startUpstream, type Upstream } from '../helpers/replay-upstream.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { validateChatCompletionChunk } from '../helpers/openapi.js';
+import { sseJsonEvents } from '../helpers/sse.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -56,7 +57,7 @@ describe('Anthropic: a message restarted mid-stream', { skip }, () => {
     assert.equal(res.status, 200);
     const text = await res.text();
     assert.ok(text.endsWith('data: [DONE]\n\n'));
-    const chunks = text.split('\n\n').filter((b) => b.startsWith('data: {')).map((b) => JSON.parse(b.slice(6)) as Json);
+    const chunks = sseJsonEvents(text);
     for (const c of chunks) assert.deepEqual(validateChatCompletionChunk(c), []);
     return chunks;
   }
@@ -102,7 +103,7 @@ describe('Anthropic: a message restarted mid-stream', { skip }, () => {
       headers: { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'anthropic/claude', stream: true, response_format: { type: 'json_object' }, messages: [{ role: 'user', content: 'weather as JSON' }] }),
     });
-    const chunks = (await res.text()).split('\n\n').filter((b) => b.startsWith('data: {')).map((b) => JSON.parse(b.slice(6)) as Json);
+    const chunks = sseJsonEvents(await res.text());
     const content = chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('');
     assert.deepEqual(JSON.parse(content), { location: 'San Francisco' });
     assert.deepEqual(chunks.map((c) => c.choices[0]?.finish_reason).filter(Boolean), ['stop']);

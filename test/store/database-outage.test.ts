@@ -15,12 +15,12 @@ import { openDatabase, type OpenDatabase } from '../../src/store/database.js';
 import { createKey } from '../../src/store/keys.js';
 import { migrate } from '../../src/store/migrations.js';
 import { startUpstream, type Upstream } from '../helpers/replay-upstream.js';
+import { sleep, until as untilHolds } from '../helpers/poll.js';
 import { privatePostgresMissing, startPrivatePostgres, type PrivatePostgres } from '../helpers/private-postgres.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const ADMIN = 'outage-admin-key';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const completion = { json: { id: 'u', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 } } };
 
@@ -31,15 +31,8 @@ interface Answer {
   retryAfter: string | null;
 }
 
-/** Poll `check` every 50 ms until it holds (at most `ms`); throws naming `what` otherwise. */
-async function until(what: string, check: () => Promise<boolean> | boolean, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await sleep(50);
-  }
-  throw new Error(`${what}: not within ${ms} ms`);
-}
+/** Poll every 50 ms, for at most 30 s: a PostgreSQL restart takes seconds. */
+const until = (what: string, check: () => Promise<boolean> | boolean): Promise<number> => untilHolds(what, check, 30_000, 50);
 
 describe('PostgreSQL goes away and comes back', { skip: privatePostgresMissing }, () => {
   let server: PrivatePostgres;

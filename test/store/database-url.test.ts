@@ -14,8 +14,8 @@ import { promisify } from 'node:util';
 import { openDatabase, parseDatabaseUrl } from '../../src/store/database.js';
 import { migrate } from '../../src/store/migrations.js';
 import { freePort } from '../helpers/free-port.js';
+import { CLI } from '../helpers/cli-process.js';
 
-const CLI = new URL('../../dist/src/cli.js', import.meta.url).pathname;
 const run = promisify(execFile);
 const skip = existsSync(CLI) ? false : 'dist/src/cli.js is missing: run npm run build';
 

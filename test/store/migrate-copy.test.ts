@@ -21,8 +21,8 @@ import type { Database, GenerationsTable } from '../../src/store/schema.js';
 import { queryUsage } from '../../src/store/usage-queries.js';
 import { seededRandom } from '../helpers/seeded-random.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database.js';
+import { CLI } from '../helpers/cli-process.js';
 
-const CLI = new URL('../../dist/src/cli.js', import.meta.url).pathname;
 const run = promisify(execFile);
 const HOUR = 3_600_000;
 const B = Date.UTC(2025, 4, 1);

@@ -12,8 +12,8 @@ import { sql } from 'kysely';
 import { openDatabase } from '../../src/store/database.js';
 import { MIGRATIONS, migrate } from '../../src/store/migrations.js';
 import { createTestDatabase, TEST_DIALECT } from '../helpers/test-database.js';
+import { CLI } from '../helpers/cli-process.js';
 
-const CLI = new URL('../../dist/src/cli.js', import.meta.url).pathname;
 const run = promisify(execFile);
 
 describe('migrations', () => {

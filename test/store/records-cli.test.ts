@@ -8,7 +8,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, openSync, closeSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,10 +16,9 @@ import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { startUpstream, type Upstream } from '../helpers/replay-upstream.js';
 import { randomId } from '../../src/util/ids.js';
-import { keepChildLogs } from '../helpers/test-output.js';
 import { freePort } from '../helpers/free-port.js';
+import { CLI, spawnCli, untilHealthy } from '../helpers/cli-process.js';
 
-const CLI = new URL('../../dist/src/cli.js', import.meta.url).pathname;
 const skip = existsSync(CLI) ? false : 'dist/src/cli.js is missing: run npm run build';
 /** The PostgreSQL server of the kill test on PostgreSQL (each run is a fresh schema of it). */
 const PG_URL = process.env.OP_TEST_DATABASE_URL || undefined;
@@ -53,17 +52,9 @@ describe('records across process failures (CLI)', { skip }, () => {
     writeFileSync(file, `${records}providers:\n  - id: up\n    kind: openai\n    base_url: ${upstream.url}\nmodels:\n  - id: test/model\n    context_length: 8192\n    endpoints:\n      - provider: up\n        upstream_model: m\n        pricing: { prompt: 1, completion: 2 }\n`);
     const port = await freePort();
     const env = { ...process.env, OP_CONFIG: file, OP_DATABASE_URL: databaseUrl, OP_PORT: String(port), OP_HOST: '127.0.0.1', OP_ADMIN_KEY: 'adm', OP_LOG_LEVEL: process.env.OP_LOG_LEVEL ?? 'info' };
-    const child = spawn(process.execPath, [CLI, 'serve'], { env, stdio: ['ignore', stdout, 'pipe'] });
-    keepChildLogs(child, name);
-    let logs = '';
-    child.stdout?.on('data', (d) => (logs += d));
-    child.stderr!.on('data', (d) => (logs += d));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    for (let i = 0; i < 200; i++) {
-      if (await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(1_000) }).then((r) => r.ok, () => false)) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    return { child, port, logs: () => logs, exited };
+    const { child, logs, exited } = spawnCli(['serve'], env, name, stdout);
+    await untilHealthy(port, 200, 50);
+    return { child, port, logs, exited };
   }
 
   /**

@@ -21,6 +21,7 @@ import { GenerationWriter } from '../../src/store/generation-writer.js';
 import { MAX_USAGE_TOKENS } from '../../src/accounting/usage-bounds.js';
 import { MAX_RECORD_COST_PICO } from '../../src/store/record-guard.js';
 import type { GenerationsTable } from '../../src/store/schema.js';
+import { until } from '../helpers/poll.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -28,13 +29,6 @@ const completion = (content: string, p: number, c = 3) => ({
   json: { id: 'x', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }], usage: { prompt_tokens: p, completion_tokens: c, total_tokens: p + c } },
 });
 
-const until = async (what: string, check: () => Promise<boolean> | boolean, ms = 5_000): Promise<void> => {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-};
 
 function row(id: string, over: Partial<GenerationsTable> = {}): GenerationsTable {
   return {

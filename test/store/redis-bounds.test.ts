@@ -14,20 +14,10 @@ import { oneModelConfig, startGateway, type TestGateway } from '../helpers/gatew
 import { startUpstream } from '../helpers/replay-upstream.js';
 import { createKey } from '../../src/store/keys.js';
 import { freePort } from '../helpers/free-port.js';
+import { redisReachable, TEST_REDIS_URL } from '../helpers/redis.js';
 
-const REDIS = new URL(process.env.OP_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379');
+const REDIS = new URL(TEST_REDIS_URL);
 
-async function redisReachable(): Promise<boolean> {
-  const r = new Redis(REDIS.href, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  try {
-    await r.connect();
-    return (await r.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    r.disconnect();
-  }
-}
 
 /**
  * A TCP proxy to the test Redis. While frozen, nothing is forwarded either way (bytes are held,
