@@ -15,7 +15,7 @@ import { buildCatalog } from '../../src/routing/catalog.js';
 import { MAX_USAGE_TOKENS, USAGE_CLAMPED } from '../../src/accounting/usage-bounds.js';
 import type { Usage } from '../../src/core/chat-types.js';
 import type { PromptSize } from '../../src/accounting/estimate-tokens.js';
-import type { ResolvedEndpoint } from '../../src/providers/types.js';
+import type { ResolvedEndpoint } from '../../src/routing/resolved-endpoint.js';
 import { oneModelConfig } from '../helpers/gateway.js';
 
 /** The one endpoint of `test/model` at `pricing` (USD per million tokens). */

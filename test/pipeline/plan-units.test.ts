@@ -18,7 +18,7 @@ import { keySettingsSchema } from '../../src/store/key-settings.js';
 import type { ApiKey } from '../../src/store/keys.js';
 import type { ChatRequest } from '../../src/core/chat-types.js';
 import { GatewayError } from '../../src/errors/gateway-error.js';
-import type { ResolvedEndpoint } from '../../src/providers/types.js';
+import type { ResolvedEndpoint } from '../../src/routing/resolved-endpoint.js';
 
 const endpoint = (provider: string, over: Record<string, unknown> = {}) => ({ provider, upstream_model: `${provider}-m`, pricing: { prompt: 1, completion: 1 }, supported_parameters: ['max_tokens', 'max_completion_tokens', 'temperature'], ...over });
 
