@@ -5,7 +5,7 @@ import { GatewayError } from '../errors/gateway-error.js';
 import { gatewayErrorOf } from '../store/database.js';
 import { describeWriteError } from '../store/record-guard.js';
 import type { GatewayRuntime } from '../pipeline/state/runtime.js';
-import { UpstreamPools } from '../upstream/upstream-client.js';
+import { UpstreamPools } from '../upstream/upstream-pools.js';
 import { LiveUpstreamCalls } from '../upstream/upstream-exchange.js';
 import { buildCatalog } from '../routing/catalog.js';
 import { HealthRegistry, type HealthSettings } from '../routing/endpoint-health.js';

@@ -6,10 +6,10 @@ import type { StreamTransform, UpstreamCall } from '../../providers/types.js';
 import { transportErrorToGatewayError } from '../../providers/upstream-errors.js';
 import type { EventSourceMessage } from 'eventsource-parser';
 import { SseReader } from '../../upstream/sse-events.js';
-import { UpstreamExchange } from '../../upstream/upstream-exchange.js';
-import { endStreamWithError, identityFor, responseHeaders, sendStreamHeaders, stopKeepAlive } from '../stages/client-response.js';
+import type { UpstreamExchange } from '../../upstream/upstream-exchange.js';
+import { identityFor, replyFailure, responseHeaders, sendStreamHeaders, stopKeepAlive } from '../stages/client-response.js';
 import { keepContent, meterAttempt } from '../stages/finish.js';
-import { clientClosed, MAX_ERROR_BODY, nonStreamedFailure, shuttingDown, type Attempt } from './attempt.js';
+import { clientClosed, nonStreamedFailure, shuttingDown, startExchange, upstreamFailure, type Attempt } from './attempt.js';
 import { OutputAccumulator } from './output-accumulator.js';
 import { keepResponse } from '../stages/keep-response.js';
 import { hideReasoningText } from './hide-reasoning.js';
@@ -40,14 +40,9 @@ export async function completeAttempt(a: Attempt, ingress: GenerationIngress, ca
   let res: UpstreamExchange | undefined;
   const timer = target.timeouts.total_ms > 0 ? setTimeout(() => { timedOut = true; res?.abort(new Error('total timeout')); }, target.timeouts.total_ms) : undefined;
   try {
-    if (state.clientGone.aborted) throw clientClosed();
-    if (rt.shutdown.signal.aborted) throw shuttingDown();
-    res = new UpstreamExchange(call, rt.pools.agentFor(target.provider), target.timeouts, rt.upstreamCalls);
-    state.upstream = res;
+    res = startExchange(a, call);
     await res.head();
-    if (res.statusCode >= 300) {
-      throw adapter.parseErrorResponse(res.statusCode, res.headers, await res.cappedText(MAX_ERROR_BODY));
-    }
+    if (res.statusCode >= 300) throw await upstreamFailure(a, res);
     const text = await res.text(rt.config.server.upstream_max_response_bytes, target.provider.id);
     let json: unknown;
     try {
@@ -230,15 +225,10 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
   let status = 0;
   let streamTransform: StreamTransform | undefined;
   try {
-    if (state.clientGone.aborted) throw clientClosed();
-    if (rt.shutdown.signal.aborted) throw shuttingDown();
-    res = new UpstreamExchange(call, rt.pools.agentFor(target.provider), target.timeouts, rt.upstreamCalls);
-    state.upstream = res;
+    res = startExchange(a, call);
     await res.head();
     status = res.statusCode;
-    if (res.statusCode >= 300) {
-      throw adapter.parseErrorResponse(res.statusCode, res.headers, await res.cappedText(MAX_ERROR_BODY));
-    }
+    if (res.statusCode >= 300) throw await upstreamFailure(a, res);
     const contentType = String(res.headers['content-type'] ?? '');
     if (contentType.includes('application/json')) {
       // Asked for a stream, got one JSON body: an error, or a server that ignores `stream`.
@@ -295,14 +285,12 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
     const costUsd = meterAttempt(draft, target, acc, a.prompt);
     keepContent(draft, input, acc);
     if (acc.finish?.finishReason === 'length' && acc.reasoningOnly(draft.usage)) {
-      const err = reasoningExhausted(input.ingress.api);
-      draft.fail(err);
-      await sink.write(relay.closeBlock() + encoder.error(err, draft.requestId, draft.usage, costUsd));
-    } else {
-      const tail = relay.closeBlock() + encoder.finish(acc.finish?.finishReason ?? 'stop', draft.usage, costUsd);
-      if (encoder.response) await keepResponse(a, ingress, encoder.response());
-      await sink.write(tail);
+      await replyFailure(sink, state, ingress, draft, reasoningExhausted(input.ingress.api), target.model.id, input.request, { encoder, before: relay.closeBlock(), usage: draft.usage, costUsd });
+      return status;
     }
+    const tail = relay.closeBlock() + encoder.finish(acc.finish?.finishReason ?? 'stop', draft.usage, costUsd);
+    if (encoder.response) await keepResponse(a, ingress, encoder.response());
+    await sink.write(tail);
     sink.end(encoder.done());
     return status;
   } catch (thrown) {
@@ -328,10 +316,8 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
     const costUsd = meterAttempt(draft, target, acc, a.prompt);
     keepContent(draft, input, acc);
     if (err.code === 'client_closed_request') throw err;
-    draft.fail(err);
     rt.log.warn({ reqId: draft.requestId, endpoint: target.id, code: err.code }, 'stream failed after the first byte');
-    await sink.write(relay.closeBlock());
-    await endStreamWithError(sink, encoder, draft, err, draft.usage, costUsd);
+    await replyFailure(sink, state, ingress, draft, err, target.model.id, input.request, { encoder, before: relay.closeBlock(), usage: draft.usage, costUsd });
     return status;
   } finally {
     clearTimeout(firstTokenTimer);

@@ -103,25 +103,53 @@ export function stopKeepAlive(state: ResponseState): void {
   state.keepAlive = undefined;
 }
 
-/**
- * Answer a request that failed before any output: the error envelope with its status, or —
- * when keep-alive comments already committed a 200 — the API's stream error event.
- */
-export async function sendFailure(sink: ClientSink, state: ResponseState, ingress: IngressAdapter, draft: GenerationDraft, err: GatewayError, model: string, request: unknown): Promise<void> {
-  if (state.headersSent) {
-    // Only streams commit headers early, and only generation APIs stream.
-    if (state.outputStarted || ingress.output !== 'generation') return;
-    const encoder = ingress.createStreamEncoder(identityFor(draft, model), request);
-    await sink.write(encoder.error(err, draft.requestId, null, undefined));
-    sink.end(encoder.done());
-    return;
-  }
-  draft.httpStatus = err.status;
-  sink.send(err.status, { ...draft.extraHeaders, 'x-op-generation-id': draft.id, 'x-generation-id': draft.id, ...errorHeaders(err, draft.requestId) }, ingress.errorBody(err, draft.requestId));
+/** An open stream a failure ends: its encoder, text to write before the error event (an open content block's end), and the usage and cost so far. */
+export interface OpenStream {
+  readonly encoder: StreamEncoder;
+  readonly before: string;
+  readonly usage: Parameters<StreamEncoder['error']>[2];
+  readonly costUsd: number | undefined;
 }
 
-/** End a started stream with the API's error event, after the first byte (no failover then). */
-export async function endStreamWithError(sink: ClientSink, encoder: StreamEncoder, draft: GenerationDraft, err: GatewayError, usage: Parameters<StreamEncoder['error']>[2], costUsd: number | undefined): Promise<void> {
-  await sink.write(encoder.error(err, draft.requestId, usage, costUsd));
+/**
+ * The one failure reply path (as Fastify's `handleError`): mark the draft failed with `err`
+ * ({@link GenerationDraft.fail}) and write what the client can still receive, in its client API:
+ * - headers not sent: the API's error envelope, with the error's status and {@link errorHeaders}
+ *   (`Retry-After`, `x-should-retry`) plus the generation ids (`draft.httpStatus` = the status);
+ * - a stream `open` (an attempt's output started): `before`, then the API's error event with the
+ *   usage so far, and the stream's end;
+ * - headers sent by keep-alive comments, no output yet: the API's error event (no usage);
+ * - output started by an attempt that ended it already: nothing.
+ * `model` and `request` name the identity of an error event's stream when none is `open`.
+ */
+export async function replyFailure(
+  sink: ClientSink, state: ResponseState, ingress: IngressAdapter, draft: GenerationDraft, err: GatewayError, model: string, request: unknown, open?: OpenStream,
+): Promise<void> {
+  draft.fail(err);
+  if (open) {
+    await sink.write(open.before + open.encoder.error(err, draft.requestId, open.usage, open.costUsd));
+    sink.end(open.encoder.done());
+    return;
+  }
+  if (!state.headersSent) return sendErrorEnvelope(sink, ingress, draft, err);
+  // Only streams commit headers early, and only generation APIs stream.
+  if (state.outputStarted || ingress.output !== 'generation') return;
+  const encoder = ingress.createStreamEncoder(identityFor(draft, model), request);
+  await sink.write(encoder.error(err, draft.requestId, null, undefined));
   sink.end(encoder.done());
+}
+
+/**
+ * Refuse a request with no output started and no headers sent: {@link GenerationDraft.fail},
+ * then the API's error envelope with the error's status and headers, synchronously.
+ */
+export function refuseWith(sink: ClientSink, ingress: IngressAdapter, draft: GenerationDraft, err: GatewayError): void {
+  draft.fail(err);
+  sendErrorEnvelope(sink, ingress, draft, err);
+}
+
+/** The API's error envelope with the error's status, {@link errorHeaders} and the generation ids; sets `draft.httpStatus`. */
+function sendErrorEnvelope(sink: ClientSink, ingress: IngressAdapter, draft: GenerationDraft, err: GatewayError): void {
+  draft.httpStatus = err.status;
+  sink.send(err.status, { ...draft.extraHeaders, 'x-op-generation-id': draft.id, 'x-generation-id': draft.id, ...errorHeaders(err, draft.requestId) }, ingress.errorBody(err, draft.requestId));
 }
