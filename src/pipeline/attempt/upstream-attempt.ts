@@ -211,7 +211,7 @@ class StreamRelay {
  * Returns the upstream status.
  */
 export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call: UpstreamCall): Promise<number> {
-  const { rt, input, draft, sink, state, target, adapter } = a;
+  const { rt, draft, state, target, adapter } = a;
   // A local connection slot first: waiting for it is not counted in the first-token time.
   const slot = await rt.pools.acquire(target.provider, target.timeouts.pool_wait_ms, () => [state.clientGone.signal, rt.shutdown.signal]);
   state.poolWaitMs = slot.waitedMs;
@@ -220,7 +220,7 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
   const ftMs = target.timeouts.first_token_ms;
   const firstTokenTimer = ftMs > 0 ? setTimeout(() => { firstTokenTimedOut = true; res?.abort(new Error('first-token timeout')); }, ftMs) : undefined;
   const relay = new StreamRelay(a, ingress, firstTokenTimer);
-  const { acc, encoder } = relay;
+  const { acc } = relay;
 
   let status = 0;
   let streamTransform: StreamTransform | undefined;
@@ -270,28 +270,9 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
       const oddities = transform.warnings?.() ?? [];
       if (oddities.length > 0) draft.warnings = [...draft.warnings, ...oddities];
     }
-    if (relay.raw) {
-      // The upstream's own events, message_stop included, are with the client: nothing to add.
-      if (state.clientGone.aborted) throw clientClosed();
-      if (!state.outputStarted) await relay.startOutput();
-      meterAttempt(draft, target, acc, a.prompt);
-      keepContent(draft, input, acc);
-      if (draft.keepRelayed) draft.relayed = { events: relay.relayedText };
-      sink.end(relay.takePending());
-      return status;
-    }
     if (state.clientGone.aborted) throw clientClosed();
     if (!state.outputStarted) await relay.startOutput();
-    const costUsd = meterAttempt(draft, target, acc, a.prompt);
-    keepContent(draft, input, acc);
-    if (acc.finish?.finishReason === 'length' && acc.reasoningOnly(draft.usage)) {
-      await replyFailure(sink, state, ingress, draft, reasoningExhausted(input.ingress.api), target.model.id, input.request, { encoder, before: relay.closeBlock(), usage: draft.usage, costUsd });
-      return status;
-    }
-    const tail = relay.closeBlock() + encoder.finish(acc.finish?.finishReason ?? 'stop', draft.usage, costUsd);
-    if (encoder.response) await keepResponse(a, ingress, encoder.response());
-    await sink.write(tail);
-    sink.end(encoder.done());
+    await endStream(a, ingress, relay, undefined);
     return status;
   } catch (thrown) {
     let err: GatewayError;
@@ -313,15 +294,43 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
     }
     if (!state.outputStarted) throw err;
     // After the first byte: no failover. Record what was seen and end with the error event.
-    const costUsd = meterAttempt(draft, target, acc, a.prompt);
-    keepContent(draft, input, acc);
-    if (err.code === 'client_closed_request') throw err;
-    rt.log.warn({ reqId: draft.requestId, endpoint: target.id, code: err.code }, 'stream failed after the first byte');
-    await replyFailure(sink, state, ingress, draft, err, target.model.id, input.request, { encoder, before: relay.closeBlock(), usage: draft.usage, costUsd });
+    await endStream(a, ingress, relay, err);
     return status;
   } finally {
     clearTimeout(firstTokenTimer);
     state.upstream = undefined;
     slot.release();
   }
+}
+
+/**
+ * The one exit of a streamed attempt whose output started: meter what it produced, keep its text,
+ * then end the stream — with `failure`'s error event (thrown instead when the client left), the
+ * reasoning-exhausted error event, the upstream's own held events (pass-through lane), or the
+ * API's finish event.
+ * @throws GatewayError `failure` when it is `client_closed_request`.
+ */
+async function endStream(a: Attempt, ingress: GenerationIngress, relay: StreamRelay, failure: GatewayError | undefined): Promise<void> {
+  const { draft, sink, state, target, input } = a;
+  const { acc, encoder } = relay;
+  const costUsd = meterAttempt(draft, target, acc, a.prompt);
+  keepContent(draft, input, acc);
+  if (failure) {
+    if (failure.code === 'client_closed_request') throw failure;
+    a.rt.log.warn({ reqId: draft.requestId, endpoint: target.id, code: failure.code }, 'stream failed after the first byte');
+    return replyFailure(sink, state, ingress, draft, failure, target.model.id, input.request, { encoder, before: relay.closeBlock(), usage: draft.usage, costUsd });
+  }
+  if (relay.raw) {
+    // The upstream's own events, message_stop included, are with the client: nothing to add.
+    if (draft.keepRelayed) draft.relayed = { events: relay.relayedText };
+    sink.end(relay.takePending());
+    return;
+  }
+  if (acc.finish?.finishReason === 'length' && acc.reasoningOnly(draft.usage)) {
+    return replyFailure(sink, state, ingress, draft, reasoningExhausted(input.ingress.api), target.model.id, input.request, { encoder, before: relay.closeBlock(), usage: draft.usage, costUsd });
+  }
+  const tail = relay.closeBlock() + encoder.finish(acc.finish?.finishReason ?? 'stop', draft.usage, costUsd);
+  if (encoder.response) await keepResponse(a, ingress, encoder.response());
+  await sink.write(tail);
+  sink.end(encoder.done());
 }

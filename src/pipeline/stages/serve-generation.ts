@@ -146,7 +146,7 @@ async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: 
   const keepAliveMs = rt.config.server.keepalive_interval_ms;
   if (input.stream && keepAliveMs > 0) startKeepAlive(sink, state, draft, keepAliveMs, input.ingress.output === 'generation' ? input.ingress.keepAlive : undefined);
   try {
-    await runAttempts(rt, input, draft, sink, state, planAttempts(rt, input, prompt), prompt, credit);
+    await runAttempts({ rt, input, draft, sink, state, plan: planAttempts(rt, input, prompt), prompt, credit });
   } catch (thrown) {
     const err: GatewayError = gatewayErrorOf(thrown);
     if (err.code === 'internal_error') rt.log.error({ err: thrown, reqId: draft.requestId }, 'internal error');
