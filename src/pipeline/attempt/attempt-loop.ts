@@ -6,7 +6,7 @@ import type { ProviderAdapter, ResolvedEndpoint } from '../../providers/types.js
 import type { PlannedEndpoint } from '../../routing/route-plan.js';
 import type { CreditLimit } from '../stages/admit.js';
 import type { ClientSink } from '../state/client-sink.js';
-import type { ResponseState } from '../stages/client-response.js';
+import type { ResponseState } from '../state/response-state.js';
 import type { GenerationDraft } from '../state/generation-draft.js';
 import type { GenerationInput } from '../state/generation-input.js';
 import { buildUpstreamCall, chooseLane, type Lane } from './lane.js';

@@ -3,7 +3,7 @@ import { GatewayError } from '../../errors/gateway-error.js';
 import type { ProviderAdapter, ResolvedEndpoint, UpstreamCall } from '../../providers/types.js';
 import { transportErrorToGatewayError } from '../../providers/upstream-errors.js';
 import type { ClientSink } from '../state/client-sink.js';
-import type { ResponseState } from '../stages/client-response.js';
+import type { ResponseState } from '../state/response-state.js';
 import type { GenerationDraft } from '../state/generation-draft.js';
 import type { GenerationInput } from '../state/generation-input.js';
 import type { Lane } from './lane.js';

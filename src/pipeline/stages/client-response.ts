@@ -2,51 +2,12 @@ import type { GatewayError } from '../../errors/gateway-error.js';
 import type { IngressAdapter, ResponseIdentity, StreamEncoder } from '../../ingress/types.js';
 import type { ClientSink } from '../state/client-sink.js';
 import type { GenerationDraft } from '../state/generation-draft.js';
+import type { ResponseState } from '../state/response-state.js';
 
 /**
  * The client response stage: headers, keep-alive comments, complete bodies and error responses,
  * written through the {@link ClientSink}, in the request's client API (its ingress adapter).
  */
-
-/**
- * Mutable state of one request's response across attempts. `headersSent` becomes true when the
- * 200 and the SSE headers are out (a keep-alive comment forces that); `outputStarted` when the
- * first generated content is — failover is possible until then.
- */
-/**
- * Whether the client went away: a flag read on every part of a stream, and an AbortSignal made
- * only when something must listen (a wait for a connection slot, an embeddings call), since
- * creating one costs more than the flag.
- */
-export class ClientGone {
-  aborted = false;
-  private controller: AbortController | undefined;
-
-  abort(): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.controller?.abort();
-  }
-
-  get signal(): AbortSignal {
-    if (!this.controller) {
-      this.controller = new AbortController();
-      if (this.aborted) this.controller.abort();
-    }
-    return this.controller.signal;
-  }
-}
-
-export interface ResponseState {
-  headersSent: boolean;
-  outputStarted: boolean;
-  readonly clientGone: ClientGone;
-  keepAlive: NodeJS.Timeout | undefined;
-  /** Time the current attempt waited for a local connection slot, in ms (not the upstream's time). */
-  poolWaitMs: number;
-  /** The upstream call in flight, cancelled at once when the client goes away. */
-  upstream?: { abort(reason: Error): void } | undefined;
-}
 
 const KEEP_ALIVE = ': keep-alive\n\n';
 
