@@ -109,6 +109,15 @@ export function refuseWith(sink: ClientSink, ingress: IngressAdapter, draft: Gen
   sendErrorEnvelope(sink, ingress, draft, err);
 }
 
+/**
+ * Refuse a request that keeps no record (so no generation ids): the API's error envelope with
+ * the error's status and {@link errorHeaders}. (Errors before the pipeline, auth and routing,
+ * are sent by server/send-error.ts with the same status, headers and envelope.)
+ */
+export function refuseUnrecorded(sink: ClientSink, ingress: IngressAdapter, err: GatewayError, requestId: string): void {
+  sink.send(err.status, errorHeaders(err, requestId), ingress.errorBody(err, requestId));
+}
+
 /** The API's error envelope with the error's status, {@link errorHeaders} and the generation ids; sets `draft.httpStatus`. */
 function sendErrorEnvelope(sink: ClientSink, ingress: IngressAdapter, draft: GenerationDraft, err: GatewayError): void {
   draft.httpStatus = err.status;

@@ -12,7 +12,7 @@ import { resolveModelNames } from '../../routing/model-names.js';
 import { admit, type CreditLimit } from './admit.js';
 import { runAttempts } from '../attempt/attempt-loop.js';
 import type { ClientSink } from '../state/client-sink.js';
-import { errorHeaders, refuseWith, replyFailure, startKeepAlive, stopKeepAlive } from './client-response.js';
+import { refuseUnrecorded, refuseWith, replyFailure, startKeepAlive, stopKeepAlive } from './client-response.js';
 import { ClientGone, type ResponseState } from '../state/response-state.js';
 import { finishGeneration } from './finish.js';
 import { generationStart, type GenerationStartEvent } from '../state/events.js';
@@ -39,7 +39,7 @@ export async function serveGeneration(
   if (rt.writer.full(rt.inFlight)) {
     rt.writer.discard('queue_full');
     const err = new GatewayError('records_unavailable', 'generation records cannot be written (the database is unreachable) and the record queue is full (records.max_queued); retry later', { retryAfterSeconds: rt.writer.retryAfterSeconds });
-    sink.send(err.status, errorHeaders(err, draft.requestId), ingress.errorBody(err, draft.requestId));
+    refuseUnrecorded(sink, ingress, err, draft.requestId);
     return;
   }
   let input: GenerationInput;
