@@ -21,7 +21,7 @@ import type { Database } from '../store/schema.js';
 import { StoredResponseStore } from '../store/stored-responses.js';
 import { subscribeGenAiPrometheus } from '../telemetry/prometheus-genai.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
-import { UpstreamPools } from '../upstream/upstream-client.js';
+import { UpstreamPools } from '../upstream/upstream-pools.js';
 import { LiveUpstreamCalls } from '../upstream/upstream-exchange.js';
 import { KeyResolver } from './auth.js';
 

@@ -1,6 +1,6 @@
 import { StringDecoder } from 'node:string_decoder';
 import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
-import { oversizedResponse } from './read-upstream-body.js';
+import { oversizedResponse } from './oversized-response.js';
 
 /**
  * Parses a byte stream as Server-Sent Events with a real SSE parser, one read at a time and

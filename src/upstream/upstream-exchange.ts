@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Agent, Dispatcher } from 'undici';
 import type { TimeoutsConfig } from '../config/schema.js';
 import type { UpstreamCall } from '../providers/types.js';
-import { oversizedResponse } from './read-upstream-body.js';
+import { oversizedResponse } from './oversized-response.js';
 
 /**
  * One upstream call in flight, driven through undici's callback API (`dispatcher.dispatch`

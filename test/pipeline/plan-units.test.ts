@@ -5,6 +5,10 @@
  * 400 with `param` on an API with `unservableStatus`), embeddings endpoints kept out of
  * generations, `restrictPlan`, and `couldServeLive` for the response cache.
  */
+import { chatIngress } from '../../src/ingress/openai/chat/chat-adapter.js';
+import { embeddingsIngress } from '../../src/ingress/openai/embeddings/embeddings-adapter.js';
+import { messagesIngress } from '../../src/ingress/anthropic/messages/messages-adapter.js';
+import { responsesIngress } from '../../src/ingress/openai/responses/responses-adapter.js';
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfig } from '../../src/config/load.js';
@@ -142,7 +146,7 @@ describe('planAttempts', () => {
   const rt = { catalog, health: health(), random: () => 0 } as unknown as GatewayRuntime;
   const prompt = { upperBound: 10, estimate: () => 10 } as unknown as Parameters<typeof planAttempts>[2];
   const input = (ingress: Record<string, unknown>, req: ChatRequest, request: unknown = {}): GenerationInput => ({ ingress, request, chat: req, stream: false }) as unknown as GenerationInput;
-  const chatApi = { api: 'chat', output: 'generation' };
+  const chatApi = { ...chatIngress };
 
   test('the router plan for a generation, embeddings endpoints left out', () => {
     assert.deepEqual(providers(planAttempts(rt, input(chatApi, chat('test/mixed')), prompt)), ['bee']);
@@ -157,7 +161,7 @@ describe('planAttempts', () => {
   });
 
   test('embeddings keep every endpoint; their context refusal names input', () => {
-    const emb = { api: 'embeddings', output: 'embeddings' };
+    const emb = { ...embeddingsIngress, restrictPlan: undefined }; // the stage alone: the adapter's own narrowing is tested with it
     assert.deepEqual(providers(planAttempts(rt, input(emb, chat('test/mixed', { provider: { order: ['emb', 'bee'] } })), prompt)), ['emb', 'bee']);
     const err = refusal(() => planAttempts(rt, input(emb, chat('test/b')), { upperBound: 5000, estimate: () => 5000 } as unknown as Parameters<typeof planAttempts>[2]));
     assert.equal(err.code, 'context_length_exceeded');
@@ -173,14 +177,14 @@ describe('planAttempts', () => {
   });
 
   test('with unservableStatus, a refusal of what was asked gets that status; param the output limit field when only it excluded', () => {
-    const messages = { api: 'messages', output: 'generation', unservableStatus: 400 };
+    const messages = { ...messagesIngress };
     const err = refusal(() => planAttempts(rt, input(messages, chat('test/capped', { max_tokens: 500 })), prompt));
     assert.equal(err.code, 'no_endpoint_available');
     assert.equal(err.status, 400);
     assert.equal(err.param, 'max_tokens');
-    const responses = { api: 'responses', output: 'generation', unservableStatus: 400 };
+    const responses = { ...responsesIngress, unservableStatus: 400 };
     assert.equal(refusal(() => planAttempts(rt, input(responses, chat('test/capped', { max_tokens: 500 })), prompt)).param, 'max_output_tokens');
-    const chatOver = { api: 'chat', output: 'generation', unservableStatus: 400 };
+    const chatOver = { ...chatIngress, unservableStatus: 400 };
     assert.equal(refusal(() => planAttempts(rt, input(chatOver, chat('test/capped', { max_tokens: 50, max_completion_tokens: 500 })), prompt)).param, 'max_completion_tokens');
     const mixed = refusal(() => planAttempts(rt, input(messages, chat('test/a', { max_tokens: 500, provider: { only: ['cheap'] } })), prompt));
     assert.equal(mixed.status, 400);
@@ -201,7 +205,7 @@ describe('couldServeLive', () => {
   const prompt = { upperBound: 10, estimate: () => 10 };
   const key = (allowed: string[] = []): ApiKey => ({ id: 'k', name: 'k', prefix: 'p', disabled: false, createdAt: 0, expiresAt: null, isAdmin: false, settings: keySettingsSchema.parse({ allowed_models: allowed }) });
   const input = (ingress: Record<string, unknown>, req: ChatRequest): GenerationInput => ({ ingress, request: {}, chat: req, stream: false }) as unknown as GenerationInput;
-  const chatApi = { api: 'chat', output: 'generation' };
+  const chatApi = { ...chatIngress };
   const [emb, bee] = catalog.models.get('test/mixed')!.endpoints as [ResolvedEndpoint, ResolvedEndpoint];
 
   test('true for an endpoint the key and the request could reach live', () => {
@@ -213,7 +217,7 @@ describe('couldServeLive', () => {
     assert.equal(couldServeLive(rt, input(chatApi, chat('test/mixed')), key(), 'test/mixed', null, prompt), false);
     assert.equal(couldServeLive(rt, input(chatApi, chat('test/mixed')), key(['test/a']), 'test/mixed', bee.id, prompt), false);
     assert.equal(couldServeLive(rt, input(chatApi, chat('test/mixed')), key(), 'test/mixed', emb.id, prompt), false);
-    assert.equal(couldServeLive(rt, input({ api: 'embeddings', output: 'embeddings' }, chat('test/mixed')), key(), 'test/mixed', emb.id, prompt), true);
+    assert.equal(couldServeLive(rt, input({ ...embeddingsIngress }, chat('test/mixed')), key(), 'test/mixed', emb.id, prompt), true);
   });
 
   test('restrictPlan decides last; one that throws means no', () => {

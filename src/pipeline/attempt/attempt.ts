@@ -1,14 +1,15 @@
 import type { PromptSize } from '../../accounting/estimate-tokens.js';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { ProviderAdapter } from '../../providers/types.js';
+import type { ProviderAdapter, UpstreamCall } from '../../providers/types.js';
 import type { ResolvedEndpoint } from '../../routing/resolved-endpoint.js';
 import { transportErrorToGatewayError } from '../../providers/upstream-errors.js';
 import type { ClientSink } from '../state/client-sink.js';
-import type { ResponseState } from '../stages/client-response.js';
+import type { ResponseState } from '../state/response-state.js';
 import type { GenerationDraft } from '../state/generation-draft.js';
 import type { GenerationInput } from '../state/generation-input.js';
 import type { Lane } from './lane.js';
 import type { GatewayRuntime } from '../state/runtime.js';
+import { UpstreamExchange } from '../../upstream/upstream-exchange.js';
 
 /** What every kind of upstream attempt shares: its context, and helpers. */
 
@@ -32,19 +33,6 @@ export interface Attempt {
   readonly propagation?: Record<string, string> | undefined;
 }
 
-/** Read at most `limit` bytes of an (error) body as UTF-8 text. */
-export async function readCapped(body: AsyncIterable<Uint8Array>, limit: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    chunks.push(Buffer.from(chunk));
-    size += chunk.byteLength;
-    if (size >= limit) break;
-  }
-  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
-}
-
-
 export const clientClosed = () => new GatewayError('client_closed_request', 'the client closed the connection');
 export const shuttingDown = () => new GatewayError('gateway_shutting_down', 'the gateway is shutting down and its drain time ran out; retry the request');
 
@@ -59,4 +47,31 @@ export function nonStreamedFailure(a: Attempt, err: unknown, timedOut: boolean):
   if (err instanceof GatewayError) return err;
   if (a.state.clientGone.aborted) return clientClosed();
   return transportErrorToGatewayError(err, target.provider.id);
+}
+
+/**
+ * Start one upstream call of an attempt on the one call runner, {@link UpstreamExchange}, that
+ * every operation (chat, stream, embeddings batch, count_tokens) goes through: the provider's
+ * pooled agent and its timeouts (`first_token_ms` for the head, `idle_ms` between chunks), the
+ * response caps of its readers, and the live-call set a shutdown cuts. The call is
+ * `state.upstream` until the attempt clears it, so a client leaving cancels it at once. The
+ * caller holds a connection slot and waits for {@link UpstreamExchange.head}; then a status of
+ * 300 or more goes to {@link upstreamFailure}. Synchronous: no await added before the call.
+ * @throws GatewayError `client_closed_request` or `gateway_shutting_down` instead of calling.
+ */
+export function startExchange(a: Attempt, call: UpstreamCall): UpstreamExchange {
+  const { rt, state, target } = a;
+  if (state.clientGone.aborted) throw clientClosed();
+  if (rt.shutdown.signal.aborted) throw shuttingDown();
+  const res = new UpstreamExchange(call, rt.pools.agentFor(target.provider), target.timeouts, rt.upstreamCalls);
+  state.upstream = res;
+  return res;
+}
+
+/**
+ * The error of an upstream answer with a status of 300 or more: at most {@link MAX_ERROR_BODY}
+ * bytes of its body, parsed by the provider's adapter (which redacts the provider's secrets).
+ */
+export async function upstreamFailure(a: Attempt, res: UpstreamExchange): Promise<GatewayError> {
+  return a.adapter.parseErrorResponse(res.statusCode, res.headers, await res.cappedText(MAX_ERROR_BODY));
 }

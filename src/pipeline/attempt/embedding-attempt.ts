@@ -4,9 +4,8 @@ import type { Usage } from '../../core/chat-types.js';
 import { encodeEmbeddingBase64, type EmbeddingRequest } from '../../core/embedding-types.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import type { EmbeddingIngress } from '../../ingress/types.js';
-import { readUpstreamBody } from '../../upstream/read-upstream-body.js';
-import { sendUpstream } from '../../upstream/upstream-client.js';
-import { MAX_ERROR_BODY, nonStreamedFailure, readCapped, type Attempt } from './attempt.js';
+import type { UpstreamExchange } from '../../upstream/upstream-exchange.js';
+import { nonStreamedFailure, startExchange, upstreamFailure, type Attempt } from './attempt.js';
 import { responseHeaders } from '../stages/client-response.js';
 import { keepRecordText, meterUsage } from '../stages/finish.js';
 
@@ -27,10 +26,10 @@ export async function embedAttempt(a: Attempt, ingress: EmbeddingIngress): Promi
   const batchSize = Math.min(target.endpoint.max_embedding_inputs, EMBEDDING_BATCH_LIMIT[target.provider.kind] ?? Number.POSITIVE_INFINITY);
   const slot = await rt.pools.acquire(target.provider, target.timeouts.pool_wait_ms, () => [state.clientGone.signal, rt.shutdown.signal]);
   state.poolWaitMs = slot.waitedMs;
-  const total = new AbortController();
   let timedOut = false;
-  const timer = target.timeouts.total_ms > 0 ? setTimeout(() => { timedOut = true; total.abort(); }, target.timeouts.total_ms) : undefined;
-  const signal = AbortSignal.any([state.clientGone.signal, total.signal, rt.shutdown.signal]);
+  let res: UpstreamExchange | undefined;
+  // One total timeout over every batch: it cancels the batch in flight.
+  const timer = target.timeouts.total_ms > 0 ? setTimeout(() => { timedOut = true; res?.abort(new Error('total timeout')); }, target.timeouts.total_ms) : undefined;
   const embeddings: Array<number[] | string> = [];
   let usage: Usage | null = null;
   let reported = true;
@@ -45,12 +44,15 @@ export async function embedAttempt(a: Attempt, ingress: EmbeddingIngress): Promi
         draft.warnings = call.warnings ?? [];
         draft.routingReason = a.reason;
       }
-      const res = await sendUpstream(call, rt.pools.agentFor(target.provider), target.timeouts, signal);
+      if (timedOut) throw new Error('total timeout');
+      res = startExchange(a, call);
+      await res.head();
       status = res.statusCode;
-      if (res.statusCode >= 300) throw adapter.parseErrorResponse(res.statusCode, res.headers, await readCapped(res.body, MAX_ERROR_BODY));
+      if (res.statusCode >= 300) throw await upstreamFailure(a, res);
       let json: unknown;
       try {
-        json = JSON.parse(await readUpstreamBody(res.body, res.headers, rt.config.server.upstream_max_response_bytes, target.provider.id));
+        // As before the move: a body over the cap, or cut, is reported as not JSON.
+        json = JSON.parse(await res.text(rt.config.server.upstream_max_response_bytes, target.provider.id));
       } catch {
         throw new GatewayError('upstream_invalid_response', `response body is not JSON`, { metadata: { provider_name: target.provider.id } });
       }
@@ -71,6 +73,7 @@ export async function embedAttempt(a: Attempt, ingress: EmbeddingIngress): Promi
     throw nonStreamedFailure(a, err, timedOut);
   } finally {
     clearTimeout(timer);
+    state.upstream = undefined;
     slot.release();
   }
   // A batch without usage makes the whole count an estimate (never a mix passed off as reported).

@@ -7,10 +7,10 @@ import type { StreamTransform, UpstreamCall } from '../../providers/types.js';
 import { transportErrorToGatewayError } from '../../providers/upstream-errors.js';
 import type { EventSourceMessage } from 'eventsource-parser';
 import { SseReader } from '../../upstream/sse-events.js';
-import { UpstreamExchange } from '../../upstream/upstream-exchange.js';
-import { endStreamWithError, identityFor, responseHeaders, sendStreamHeaders, stopKeepAlive } from '../stages/client-response.js';
+import type { UpstreamExchange } from '../../upstream/upstream-exchange.js';
+import { identityFor, replyFailure, responseHeaders, sendStreamHeaders, stopKeepAlive } from '../stages/client-response.js';
 import { keepContent, meterAttempt } from '../stages/finish.js';
-import { clientClosed, MAX_ERROR_BODY, nonStreamedFailure, shuttingDown, type Attempt } from './attempt.js';
+import { clientClosed, nonStreamedFailure, shuttingDown, startExchange, upstreamFailure, type Attempt } from './attempt.js';
 import { OutputAccumulator } from './output-accumulator.js';
 import { keepResponse } from '../stages/keep-response.js';
 import { hideReasoningText } from './hide-reasoning.js';
@@ -42,14 +42,9 @@ export async function completeAttempt(a: Attempt, ingress: GenerationIngress, ca
   let res: UpstreamExchange | undefined;
   const timer = target.timeouts.total_ms > 0 ? setTimeout(() => { timedOut = true; res?.abort(new Error('total timeout')); }, target.timeouts.total_ms) : undefined;
   try {
-    if (state.clientGone.aborted) throw clientClosed();
-    if (rt.shutdown.signal.aborted) throw shuttingDown();
-    res = new UpstreamExchange(call, rt.pools.agentFor(target.provider), target.timeouts, rt.upstreamCalls);
-    state.upstream = res;
+    res = startExchange(a, call);
     await res.head();
-    if (res.statusCode >= 300) {
-      throw adapter.parseErrorResponse(res.statusCode, res.headers, await res.cappedText(MAX_ERROR_BODY));
-    }
+    if (res.statusCode >= 300) throw await upstreamFailure(a, res);
     const text = await res.text(rt.config.server.upstream_max_response_bytes, target.provider.id);
     let json: unknown;
     try {
@@ -218,7 +213,7 @@ class StreamRelay {
  * Returns the upstream status.
  */
 export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call: UpstreamCall): Promise<number> {
-  const { rt, input, draft, sink, state, target, adapter } = a;
+  const { rt, draft, state, target, adapter } = a;
   // A local connection slot first: waiting for it is not counted in the first-token time.
   const slot = await rt.pools.acquire(target.provider, target.timeouts.pool_wait_ms, () => [state.clientGone.signal, rt.shutdown.signal]);
   state.poolWaitMs = slot.waitedMs;
@@ -227,20 +222,15 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
   const ftMs = target.timeouts.first_token_ms;
   const firstTokenTimer = ftMs > 0 ? setTimeout(() => { firstTokenTimedOut = true; res?.abort(new Error('first-token timeout')); }, ftMs) : undefined;
   const relay = new StreamRelay(a, ingress, firstTokenTimer);
-  const { acc, encoder } = relay;
+  const { acc } = relay;
 
   let status = 0;
   let streamTransform: StreamTransform | undefined;
   try {
-    if (state.clientGone.aborted) throw clientClosed();
-    if (rt.shutdown.signal.aborted) throw shuttingDown();
-    res = new UpstreamExchange(call, rt.pools.agentFor(target.provider), target.timeouts, rt.upstreamCalls);
-    state.upstream = res;
+    res = startExchange(a, call);
     await res.head();
     status = res.statusCode;
-    if (res.statusCode >= 300) {
-      throw adapter.parseErrorResponse(res.statusCode, res.headers, await res.cappedText(MAX_ERROR_BODY));
-    }
+    if (res.statusCode >= 300) throw await upstreamFailure(a, res);
     const contentType = String(res.headers['content-type'] ?? '');
     if (contentType.includes('application/json')) {
       // Asked for a stream, got one JSON body: an error, or a server that ignores `stream`.
@@ -282,30 +272,9 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
       const oddities = transform.warnings?.() ?? [];
       if (oddities.length > 0) draft.warnings = [...draft.warnings, ...oddities];
     }
-    if (relay.raw) {
-      // The upstream's own events, message_stop included, are with the client: nothing to add.
-      if (state.clientGone.aborted) throw clientClosed();
-      if (!state.outputStarted) await relay.startOutput();
-      meterAttempt(draft, target, acc, a.prompt);
-      keepContent(draft, input, acc);
-      if (draft.keepRelayed) draft.relayed = { events: relay.relayedText };
-      sink.end(relay.takePending());
-      return status;
-    }
     if (state.clientGone.aborted) throw clientClosed();
     if (!state.outputStarted) await relay.startOutput();
-    const costUsd = meterAttempt(draft, target, acc, a.prompt);
-    keepContent(draft, input, acc);
-    if (acc.finish?.finishReason === 'length' && acc.reasoningOnly(draft.usage)) {
-      const err = reasoningExhausted(input.ingress.api);
-      draft.fail(err);
-      await sink.write(relay.closeBlock() + encoder.error(err, draft.requestId, draft.usage, costUsd));
-    } else {
-      const tail = relay.closeBlock() + encoder.finish(acc.finish?.finishReason ?? 'stop', draft.usage, costUsd);
-      if (encoder.response) await keepResponse(a, ingress, encoder.response());
-      await sink.write(tail);
-    }
-    sink.end(encoder.done());
+    await endStream(a, ingress, relay, undefined);
     return status;
   } catch (thrown) {
     let err: GatewayError;
@@ -327,17 +296,43 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
     }
     if (!state.outputStarted) throw err;
     // After the first byte: no failover. Record what was seen and end with the error event.
-    const costUsd = meterAttempt(draft, target, acc, a.prompt);
-    keepContent(draft, input, acc);
-    if (err.code === 'client_closed_request') throw err;
-    draft.fail(err);
-    rt.log.warn({ reqId: draft.requestId, endpoint: target.id, code: err.code }, 'stream failed after the first byte');
-    await sink.write(relay.closeBlock());
-    await endStreamWithError(sink, encoder, draft, err, draft.usage, costUsd);
+    await endStream(a, ingress, relay, err);
     return status;
   } finally {
     clearTimeout(firstTokenTimer);
     state.upstream = undefined;
     slot.release();
   }
+}
+
+/**
+ * The one exit of a streamed attempt whose output started: meter what it produced, keep its text,
+ * then end the stream — with `failure`'s error event (thrown instead when the client left), the
+ * reasoning-exhausted error event, the upstream's own held events (pass-through lane), or the
+ * API's finish event.
+ * @throws GatewayError `failure` when it is `client_closed_request`.
+ */
+async function endStream(a: Attempt, ingress: GenerationIngress, relay: StreamRelay, failure: GatewayError | undefined): Promise<void> {
+  const { draft, sink, state, target, input } = a;
+  const { acc, encoder } = relay;
+  const costUsd = meterAttempt(draft, target, acc, a.prompt);
+  keepContent(draft, input, acc);
+  if (failure) {
+    if (failure.code === 'client_closed_request') throw failure;
+    a.rt.log.warn({ reqId: draft.requestId, endpoint: target.id, code: failure.code }, 'stream failed after the first byte');
+    return replyFailure(sink, state, ingress, draft, failure, target.model.id, input.request, { encoder, before: relay.closeBlock(), usage: draft.usage, costUsd });
+  }
+  if (relay.raw) {
+    // The upstream's own events, message_stop included, are with the client: nothing to add.
+    if (draft.keepRelayed) draft.relayed = { events: relay.relayedText };
+    sink.end(relay.takePending());
+    return;
+  }
+  if (acc.finish?.finishReason === 'length' && acc.reasoningOnly(draft.usage)) {
+    return replyFailure(sink, state, ingress, draft, reasoningExhausted(input.ingress.api), target.model.id, input.request, { encoder, before: relay.closeBlock(), usage: draft.usage, costUsd });
+  }
+  const tail = relay.closeBlock() + encoder.finish(acc.finish?.finishReason ?? 'stop', draft.usage, costUsd);
+  if (encoder.response) await keepResponse(a, ingress, encoder.response());
+  await sink.write(tail);
+  sink.end(encoder.done());
 }

@@ -2,51 +2,12 @@ import type { GatewayError } from '../../errors/gateway-error.js';
 import type { IngressAdapter, ResponseIdentity, StreamEncoder } from '../../ingress/types.js';
 import type { ClientSink } from '../state/client-sink.js';
 import type { GenerationDraft } from '../state/generation-draft.js';
+import type { ResponseState } from '../state/response-state.js';
 
 /**
  * The client response stage: headers, keep-alive comments, complete bodies and error responses,
  * written through the {@link ClientSink}, in the request's client API (its ingress adapter).
  */
-
-/**
- * Mutable state of one request's response across attempts. `headersSent` becomes true when the
- * 200 and the SSE headers are out (a keep-alive comment forces that); `outputStarted` when the
- * first generated content is — failover is possible until then.
- */
-/**
- * Whether the client went away: a flag read on every part of a stream, and an AbortSignal made
- * only when something must listen (a wait for a connection slot, an embeddings call), since
- * creating one costs more than the flag.
- */
-export class ClientGone {
-  aborted = false;
-  private controller: AbortController | undefined;
-
-  abort(): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.controller?.abort();
-  }
-
-  get signal(): AbortSignal {
-    if (!this.controller) {
-      this.controller = new AbortController();
-      if (this.aborted) this.controller.abort();
-    }
-    return this.controller.signal;
-  }
-}
-
-export interface ResponseState {
-  headersSent: boolean;
-  outputStarted: boolean;
-  readonly clientGone: ClientGone;
-  keepAlive: NodeJS.Timeout | undefined;
-  /** Time the current attempt waited for a local connection slot, in ms (not the upstream's time). */
-  poolWaitMs: number;
-  /** The upstream call in flight, cancelled at once when the client goes away. */
-  upstream?: { abort(reason: Error): void } | undefined;
-}
 
 const KEEP_ALIVE = ': keep-alive\n\n';
 
@@ -103,25 +64,62 @@ export function stopKeepAlive(state: ResponseState): void {
   state.keepAlive = undefined;
 }
 
-/**
- * Answer a request that failed before any output: the error envelope with its status, or —
- * when keep-alive comments already committed a 200 — the API's stream error event.
- */
-export async function sendFailure(sink: ClientSink, state: ResponseState, ingress: IngressAdapter, draft: GenerationDraft, err: GatewayError, model: string, request: unknown): Promise<void> {
-  if (state.headersSent) {
-    // Only streams commit headers early, and only generation APIs stream.
-    if (state.outputStarted || ingress.output !== 'generation') return;
-    const encoder = ingress.createStreamEncoder(identityFor(draft, model), request);
-    await sink.write(encoder.error(err, draft.requestId, null, undefined));
-    sink.end(encoder.done());
-    return;
-  }
-  draft.httpStatus = err.status;
-  sink.send(err.status, { ...draft.extraHeaders, 'x-op-generation-id': draft.id, 'x-generation-id': draft.id, ...errorHeaders(err, draft.requestId) }, ingress.errorBody(err, draft.requestId));
+/** An open stream a failure ends: its encoder, text to write before the error event (an open content block's end), and the usage and cost so far. */
+export interface OpenStream {
+  readonly encoder: StreamEncoder;
+  readonly before: string;
+  readonly usage: Parameters<StreamEncoder['error']>[2];
+  readonly costUsd: number | undefined;
 }
 
-/** End a started stream with the API's error event, after the first byte (no failover then). */
-export async function endStreamWithError(sink: ClientSink, encoder: StreamEncoder, draft: GenerationDraft, err: GatewayError, usage: Parameters<StreamEncoder['error']>[2], costUsd: number | undefined): Promise<void> {
-  await sink.write(encoder.error(err, draft.requestId, usage, costUsd));
+/**
+ * The one failure reply path (as Fastify's `handleError`): mark the draft failed with `err`
+ * ({@link GenerationDraft.fail}) and write what the client can still receive, in its client API:
+ * - headers not sent: the API's error envelope, with the error's status and {@link errorHeaders}
+ *   (`Retry-After`, `x-should-retry`) plus the generation ids (`draft.httpStatus` = the status);
+ * - a stream `open` (an attempt's output started): `before`, then the API's error event with the
+ *   usage so far, and the stream's end;
+ * - headers sent by keep-alive comments, no output yet: the API's error event (no usage);
+ * - output started by an attempt that ended it already: nothing.
+ * `model` and `request` name the identity of an error event's stream when none is `open`.
+ */
+export async function replyFailure(
+  sink: ClientSink, state: ResponseState, ingress: IngressAdapter, draft: GenerationDraft, err: GatewayError, model: string, request: unknown, open?: OpenStream,
+): Promise<void> {
+  draft.fail(err);
+  if (open) {
+    await sink.write(open.before + open.encoder.error(err, draft.requestId, open.usage, open.costUsd));
+    sink.end(open.encoder.done());
+    return;
+  }
+  if (!state.headersSent) return sendErrorEnvelope(sink, ingress, draft, err);
+  // Only streams commit headers early, and only generation APIs stream.
+  if (state.outputStarted || ingress.output !== 'generation') return;
+  const encoder = ingress.createStreamEncoder(identityFor(draft, model), request);
+  await sink.write(encoder.error(err, draft.requestId, null, undefined));
   sink.end(encoder.done());
+}
+
+/**
+ * Refuse a request with no output started and no headers sent: {@link GenerationDraft.fail},
+ * then the API's error envelope with the error's status and headers, synchronously.
+ */
+export function refuseWith(sink: ClientSink, ingress: IngressAdapter, draft: GenerationDraft, err: GatewayError): void {
+  draft.fail(err);
+  sendErrorEnvelope(sink, ingress, draft, err);
+}
+
+/**
+ * Refuse a request that keeps no record (so no generation ids): the API's error envelope with
+ * the error's status and {@link errorHeaders}. (Errors before the pipeline, auth and routing,
+ * are sent by server/send-error.ts with the same status, headers and envelope.)
+ */
+export function refuseUnrecorded(sink: ClientSink, ingress: IngressAdapter, err: GatewayError, requestId: string): void {
+  sink.send(err.status, errorHeaders(err, requestId), ingress.errorBody(err, requestId));
+}
+
+/** The API's error envelope with the error's status, {@link errorHeaders} and the generation ids; sets `draft.httpStatus`. */
+function sendErrorEnvelope(sink: ClientSink, ingress: IngressAdapter, draft: GenerationDraft, err: GatewayError): void {
+  draft.httpStatus = err.status;
+  sink.send(err.status, { ...draft.extraHeaders, 'x-op-generation-id': draft.id, 'x-generation-id': draft.id, ...errorHeaders(err, draft.requestId) }, ingress.errorBody(err, draft.requestId));
 }

@@ -12,7 +12,8 @@ import { resolveModelNames } from '../../routing/model-names.js';
 import { admit, type CreditLimit } from './admit.js';
 import { runAttempts } from '../attempt/attempt-loop.js';
 import type { ClientSink } from '../state/client-sink.js';
-import { errorHeaders, sendFailure, startKeepAlive, stopKeepAlive, type ResponseState, ClientGone } from './client-response.js';
+import { refuseUnrecorded, refuseWith, replyFailure, startKeepAlive, stopKeepAlive } from './client-response.js';
+import { ClientGone, type ResponseState } from '../state/response-state.js';
 import { finishGeneration } from './finish.js';
 import { generationStart, type GenerationStartEvent } from '../state/events.js';
 import { GenerationDraft } from '../state/generation-draft.js';
@@ -38,7 +39,7 @@ export async function serveGeneration(
   if (rt.writer.full(rt.inFlight)) {
     rt.writer.discard('queue_full');
     const err = new GatewayError('records_unavailable', 'generation records cannot be written (the database is unreachable) and the record queue is full (records.max_queued); retry later', { retryAfterSeconds: rt.writer.retryAfterSeconds });
-    sink.send(err.status, errorHeaders(err, draft.requestId), ingress.errorBody(err, draft.requestId));
+    refuseUnrecorded(sink, ingress, err, draft.requestId);
     return;
   }
   let input: GenerationInput;
@@ -85,9 +86,8 @@ async function serveCached(rt: GatewayRuntime, input: GenerationInput, draft: Ge
     // Only the client's connection can fail here (the entry was read and checked).
     const err = toGatewayError(thrown);
     rt.log.error({ err: thrown, reqId: draft.requestId }, 'could not answer from the response cache');
-    draft.fail(err);
     const state: ResponseState = { headersSent: sink.headersSent, outputStarted: sink.headersSent, clientGone: new ClientGone(), keepAlive: undefined, poolWaitMs: 0 };
-    await sendFailure(sink, state, input.ingress, draft, err, input.chat.model, input.request);
+    await replyFailure(sink, state, input.ingress, draft, err, input.chat.model, input.request);
   }
   if (draft.keyId && draft.usage) void rt.limits.addTokens(draft.keyId, (draft.usage.promptTokens ?? 0) + (draft.usage.completionTokens ?? 0), Date.now()).catch(() => {});
   finishGeneration(rt, draft);
@@ -123,10 +123,8 @@ function peek(body: unknown, field: string): unknown {
 function refuse(rt: GatewayRuntime, draft: GenerationDraft, ingress: IngressAdapter, sink: ClientSink, thrown: unknown): void {
   // A stored response (previous_response_id) or a key's spend read while the database is down: 503, not 500.
   const err = gatewayErrorOf(thrown);
-  draft.fail(err);
-  draft.httpStatus = err.status;
+  refuseWith(sink, ingress, draft, err);
   finishGeneration(rt, draft);
-  sink.send(err.status, { ...draft.extraHeaders, 'x-op-generation-id': draft.id, 'x-generation-id': draft.id, ...errorHeaders(err, draft.requestId) }, ingress.errorBody(err, draft.requestId));
 }
 
 /**
@@ -149,19 +147,15 @@ async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: 
   const keepAliveMs = rt.config.server.keepalive_interval_ms;
   if (input.stream && keepAliveMs > 0) startKeepAlive(sink, state, draft, keepAliveMs, input.ingress.output === 'generation' ? input.ingress.keepAlive : undefined);
   try {
-    await runAttempts(rt, input, draft, sink, state, planAttempts(rt, input, prompt), prompt, credit);
+    await runAttempts({ rt, input, draft, sink, state, plan: planAttempts(rt, input, prompt), prompt, credit });
   } catch (thrown) {
     const err: GatewayError = gatewayErrorOf(thrown);
     if (err.code === 'internal_error') rt.log.error({ err: thrown, reqId: draft.requestId }, 'internal error');
     if (state.clientGone.aborted || err.code === 'client_closed_request') {
-      draft.status = 'cancelled';
-      draft.cancelled = true;
-      draft.errorCode = 'client_closed_request';
-      draft.httpStatus = 499;
+      draft.cancel();
       if (!state.headersSent) sink.abandon();
     } else {
-      draft.fail(err);
-      await sendFailure(sink, state, input.ingress, draft, err, chat.model, input.request);
+      await replyFailure(sink, state, input.ingress, draft, err, chat.model, input.request);
     }
   } finally {
     stopKeepAlive(state);

@@ -107,6 +107,14 @@ export class GenerationDraft {
     this.upstreamError = err.upstream ?? null;
   }
 
+  /** End the generation as cancelled by the client: `client_closed_request`, HTTP status 499 (nginx's "client closed request"). */
+  cancel(): void {
+    this.status = 'cancelled';
+    this.cancelled = true;
+    this.errorCode = 'client_closed_request';
+    this.httpStatus = 499;
+  }
+
   /**
    * The database row. Text goes in only when retention is not `none`: the request and output
    * (`content`) and the error message (`error_message`, which may quote the request). A failed

@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { GatewayConfig } from '../../config/schema.js';
 import { adapterFor } from '../../providers/registry.js';
 import type { ProviderAdapter } from '../../providers/types.js';
-import type { UpstreamPools } from '../../upstream/upstream-client.js';
+import type { UpstreamPools } from '../../upstream/upstream-pools.js';
 import type { LiveUpstreamCalls } from '../../upstream/upstream-exchange.js';
 import type { Catalog } from '../../routing/catalog.js';
 import type { HealthRegistry } from '../../routing/endpoint-health.js';

@@ -1,13 +1,13 @@
-import { Agent, request, type Dispatcher } from 'undici';
-import type { ProviderConfig, TimeoutsConfig } from '../config/schema.js';
-import type { UpstreamCall } from '../providers/types.js';
+import { Agent } from 'undici';
+import type { ProviderConfig } from '../config/schema.js';
 import { ConnectionSlots, type Slot } from './connection-slots.js';
 
 /**
  * Keep-alive connection pools, one undici Agent per provider, reused across requests, each
  * behind its provider's {@link ConnectionSlots} (`max_connections` calls at once; waiting for a
  * slot is bounded by `timeouts.pool_wait_ms` and never counted as the provider's time).
- * Connect timeouts live on the agent; the others are applied per call.
+ * Connect timeouts live on the agent; the others are applied per call by
+ * `UpstreamExchange` (upstream-exchange.ts), the one call runner of every operation.
  */
 export class UpstreamPools {
   private readonly agents = new Map<string, Agent>();
@@ -50,24 +50,4 @@ export class UpstreamPools {
     await Promise.all([...this.agents.values()].map((a) => a.close()));
     this.agents.clear();
   }
-}
-
-/** What {@link sendUpstream} returns: the response, not yet read. */
-export type UpstreamResponse = Dispatcher.ResponseData;
-
-/**
- * POST a call upstream. `headersTimeout` is the first-token timeout (ms), `bodyTimeout` the idle
- * timeout between body chunks (ms); 0 disables either. Cancelling is by `signal`.
- * @throws undici errors (connect, headers/body timeout, socket) and AbortError; the caller maps them.
- */
-export function sendUpstream(call: UpstreamCall, agent: Agent, timeouts: TimeoutsConfig, signal: AbortSignal): Promise<UpstreamResponse> {
-  return request(call.url, {
-    method: 'POST',
-    headers: call.headers,
-    body: call.body,
-    dispatcher: agent,
-    signal,
-    headersTimeout: timeouts.first_token_ms,
-    bodyTimeout: timeouts.idle_ms,
-  });
 }
