@@ -74,6 +74,56 @@ const roomRules = [
   },
 ];
 
+/**
+ * The provider kinds' config schemas (src/providers/<kind>/<kind>-config-schema.ts, listed in
+ * src/providers/config-schemas.ts) sit in providers/ but are read by config/schema.ts, the
+ * ground layer, which assembles the union of kinds: so they import nothing but `zod` and
+ * src/config/ fragments (never schema.ts or load.ts, which import them), and config/schema.ts
+ * is the one file of config/ allowed to import them (and nothing else of providers/).
+ */
+const configFragment = String.raw`config/(?!(schema|load)\.js$)[\w.-]+\.js$`;
+const kindSchemaRules = [
+  {
+    files: ['src/config/schema.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [
+          {
+            group: LAYERS.slice(0, -1).flat().filter((f) => f !== 'providers').flatMap(importsOf),
+            message: 'src/config/ may not import from a higher layer: see docs/architecture.md',
+          },
+          {
+            regex: String.raw`(^|/)providers/(?!config-schemas\.js$|[\w-]+/[\w-]+-config-schema\.js$)`,
+            message: 'src/config/schema.ts may import from src/providers/ only config-schemas.ts and the <kind>/<kind>-config-schema.ts files (see src/config/README.md)',
+          },
+        ],
+      }],
+    },
+  },
+  {
+    files: ['src/providers/*/*-config-schema.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [{
+          regex: String.raw`^(?!zod$|\.\./\.\./${configFragment})`,
+          message: 'a provider kind\'s config schema is read by src/config/schema.ts: it imports only zod and src/config/ fragments (not schema.ts or load.ts; see src/providers/README.md)',
+        }],
+      }],
+    },
+  },
+  {
+    files: ['src/providers/config-schemas.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [{
+          regex: String.raw`^(?!zod$|\.\./${configFragment}|\./[\w-]+/[\w-]+-config-schema\.js$)`,
+          message: 'src/providers/config-schemas.ts is read by src/config/schema.ts: it imports only zod, src/config/ fragments (not schema.ts or load.ts) and the kinds\' <kind>/<kind>-config-schema.ts files',
+        }],
+      }],
+    },
+  },
+];
+
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/'] },
   js.configs.recommended,
@@ -86,4 +136,5 @@ export default tseslint.config(
   },
   ...layerRules,
   ...roomRules,
+  ...kindSchemaRules,
 );

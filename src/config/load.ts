@@ -1,7 +1,7 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import type { ZodIssue } from 'zod';
-import { configSchema, EMBEDDING_BATCH_LIMIT, EMBEDDING_INPUTS, type GatewayConfig, type ProviderKind } from './schema.js';
+import { configSchema, EMBEDDING_BATCH_LIMIT, EMBEDDING_INPUTS, KIND_SCHEMAS, type GatewayConfig, type ProviderKind } from './schema.js';
 
 /** Thrown when the config cannot be read or is invalid; `issues` are `path: message` lines. */
 export class ConfigError extends Error {
@@ -106,6 +106,17 @@ function emptiedCredentialWarnings(report: EnvReport, substituted: unknown): str
 /** Provider kinds whose adapter serves `POST /embeddings` (an endpoint's `embeddings: true`). */
 const EMBEDDING_KINDS: readonly string[] = Object.entries(EMBEDDING_INPUTS).filter(([, inputs]) => inputs !== null).map(([kind]) => kind);
 
+/** Provider kinds without a default upstream (a kind's `requiresBaseUrl`): `base_url` is required. */
+const BASE_URL_KINDS: readonly string[] = KIND_SCHEMAS.filter((k) => k.requiresBaseUrl).map((k) => k.kind);
+
+/**
+ * Endpoint flags only one kind may set (a kind's `exclusiveEndpointFlags`): the field, its kind,
+ * and the refusal for an endpoint of another kind.
+ */
+const EXCLUSIVE_FLAGS: readonly { field: string; kind: string; refusal: (kind: string) => string }[] = KIND_SCHEMAS.flatMap((k) =>
+  'exclusiveEndpointFlags' in k ? Object.entries(k.exclusiveEndpointFlags).map(([field, refusal]) => ({ field, kind: k.kind, refusal })) : [],
+);
+
 type Loose = Record<string, unknown>;
 const asList = (v: unknown): Loose[] => (Array.isArray(v) ? v.map((x) => (x !== null && typeof x === 'object' ? (x as Loose) : {})) : []);
 const asString = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
@@ -126,8 +137,8 @@ function checkReferences(raw: unknown): string[] {
     if (providers.has(id)) issues.push(`providers[${i}].id: duplicate provider id "${id}"`);
     providers.set(id, asString(p.kind));
     const baseUrl = asString(p.base_url);
-    if (p.kind === 'openai' && !baseUrl) {
-      issues.push(`providers[${i}].base_url: required for kind "openai"`);
+    if (typeof p.kind === 'string' && BASE_URL_KINDS.includes(p.kind) && !baseUrl) {
+      issues.push(`providers[${i}].base_url: required for kind "${p.kind}"`);
     }
     if (baseUrl && !/^https?:\/\//.test(baseUrl)) {
       issues.push(`providers[${i}].base_url: must start with http:// or https://`);
@@ -153,8 +164,8 @@ function checkReferences(raw: unknown): string[] {
       if (batchLimit !== undefined && batch !== undefined && batch > batchLimit) {
         issues.push(`${at}.max_embedding_inputs: provider kind "${kind}" takes at most ${batchLimit} inputs per embeddings call (got ${batch})`);
       }
-      if (e.supports_responses === true && kind !== undefined && kind !== 'openai') {
-        issues.push(`${at}.supports_responses: only "openai" providers serve the Responses API natively (this one is "${kind}"; /v1/responses reaches it by translation without the setting)`);
+      for (const flag of EXCLUSIVE_FLAGS) {
+        if (e[flag.field] === true && kind !== undefined && kind !== flag.kind) issues.push(`${at}.${flag.field}: ${flag.refusal(kind)}`);
       }
       const ctx = asNumber(e.context_length) ?? asNumber(m.context_length);
       const max = asNumber(e.max_completion_tokens);

@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { PROVIDER_CONFIG_SCHEMAS } from '../providers/config-schemas.js';
 import { modelVariantSchema, presetSchema } from './presets-schema.js';
+import type { UnionToIntersection } from './provider-kind-schema.js';
 
 /**
  * The configuration file's schema (SPEC §3). Every object is strict: an unknown key is an
@@ -41,51 +43,20 @@ export const dataPolicySchema = z
   })
   .strict();
 
-/** How a provider adapter may fetch image URLs to inline them (Gemini needs inline data). */
-export const imageFetchSchema = z
-  .object({
-    /** Largest image fetched, in bytes. */
-    max_bytes: z.number().int().min(1).default(20 * 1024 * 1024),
-    /** Whole fetch, in ms. */
-    timeout_ms: z.number().int().min(1).default(10_000),
-    /** Allow loopback, private and link-local addresses (off: prevents SSRF into your network). */
-    allow_private_addresses: z.boolean().default(false),
-    /** Most image URLs fetched for one request; more is a 400. */
-    max_images_per_request: z.number().int().min(0).max(1000).default(16),
-    /** Most bytes fetched for one request, all its images together. */
-    max_total_bytes_per_request: z.number().int().min(1).default(32 * 1024 * 1024),
-  })
-  .strict();
-
-/**
- * Settings of the built-in llama.cpp engine (provider kind `local`, see src/providers/local/).
- * Each endpoint of a `local` provider runs one engine process with these settings.
- */
-export const localEngineSchema = z
-  .object({
-    /** Generations run at once (llama.cpp sequences of one context, batched together). */
-    parallel_sequences: z.number().int().min(1).max(64).default(2),
-    /** Requests waiting for a free sequence; one more is refused with a retryable 503. */
-    max_queue: z.number().int().min(0).max(100_000).default(16),
-    /** Context window of each sequence, in tokens. */
-    context_size: z.number().int().min(64).max(1_048_576).default(4096),
-    /** Layers offloaded to a GPU: a number, "auto" or "max". 0 = CPU only. */
-    gpu_layers: z.union([z.number().int().min(0), z.enum(['auto', 'max'])]).default(0),
-    /** CPU threads per evaluation (0 = the engine's default: the machine's math cores). */
-    threads: z.number().int().min(0).max(1024).default(0),
-    /** Where `hf:` and URL model sources are downloaded to (once). Default ./data/models. */
-    cache_dir: z.string().min(1).optional(),
-    /** How long a request waits for a starting engine (model load, first download) before a retryable error, in ms. */
-    load_wait_ms: z.number().int().min(0).default(120_000),
-  })
-  .strict();
+/** Every provider kind's config schema (src/providers/<kind>/<kind>-config-schema.ts), by kind. */
+type KindSchemas = (typeof PROVIDER_CONFIG_SCHEMAS)[keyof typeof PROVIDER_CONFIG_SCHEMAS];
+const KIND_SCHEMAS: readonly KindSchemas[] = Object.values(PROVIDER_CONFIG_SCHEMAS);
+/** The provider kinds, in the order of the list (that of the `kind` enum's error message). */
+const PROVIDER_KINDS = Object.keys(PROVIDER_CONFIG_SCHEMAS) as [keyof typeof PROVIDER_CONFIG_SCHEMAS, ...(keyof typeof PROVIDER_CONFIG_SCHEMAS)[]];
+/** Every kind's `providerFields`, merged (each field is read by its kind only). */
+const kindProviderFields = Object.assign({}, ...KIND_SCHEMAS.map((k) => k.providerFields)) as UnionToIntersection<KindSchemas['providerFields']>;
+/** Every kind's `endpointFields`, merged (each field is read by endpoints of its kind only). */
+const kindEndpointFields = Object.assign({}, ...KIND_SCHEMAS.map((k) => k.endpointFields)) as UnionToIntersection<KindSchemas['endpointFields']>;
 
 export const providerSchema = z
   .object({
     id: slug,
-    kind: z.enum(['openai', 'anthropic', 'gemini', 'local']),
-    /** Kind `openai` only: the server family, for its quirks (see docs/providers.md). */
-    dialect: z.enum(['openai', 'vllm', 'llamacpp', 'ollama', 'deepseek', 'groq', 'openrouter', 'mistral']).default('openai'),
+    kind: z.enum(PROVIDER_KINDS),
     base_url: z.string().url('must be an absolute http(s) URL').optional(),
     api_key: headerValue.optional(),
     headers: z.record(headerName, headerValue).default({}),
@@ -93,10 +64,9 @@ export const providerSchema = z
     timeouts: timeoutsSchema.default({}),
     /** Most calls (and connections) open to this provider at once; a stream holds one for its whole life. */
     max_connections: z.number().int().min(1).max(100_000).default(4096),
-    image_fetch: imageFetchSchema.default({}),
-    /** Kind `local` only: the llama.cpp engine's settings. */
-    local: localEngineSchema.optional(),
   })
+  /** The kinds' own fields (`dialect`, `image_fetch`, `local`, …): see src/providers/<kind>/<kind>-config-schema.ts. */
+  .extend(kindProviderFields)
   .strict();
 
 /** A provider kind: the wire format the gateway speaks to it. */
@@ -105,22 +75,26 @@ export type ProviderKind = z.infer<typeof providerSchema>['kind'];
 /**
  * What each provider kind's embeddings call takes: `text` (strings only), `text-or-tokens`
  * (strings or token-id arrays), or null (the kind serves no embeddings: an endpoint's
- * `embeddings: true` is refused at load). `gemini` embeds text only (`batchEmbedContents`);
- * `openai` and `local` (the engine tokenizes, or takes the ids as given) take both.
+ * `embeddings: true` is refused at load). Each kind declares it in its config schema
+ * (`embeddingInputs`): `gemini` embeds text only (`batchEmbedContents`); `openai` and `local`
+ * (the engine tokenizes, or takes the ids as given) take both.
  */
-export const EMBEDDING_INPUTS: Readonly<Record<ProviderKind, 'text' | 'text-or-tokens' | null>> = {
-  openai: 'text-or-tokens',
-  anthropic: null,
-  gemini: 'text',
-  local: 'text-or-tokens',
-};
+export const EMBEDDING_INPUTS: Readonly<Record<ProviderKind, 'text' | 'text-or-tokens' | null>> = Object.freeze(
+  Object.fromEntries(KIND_SCHEMAS.map((k) => [k.kind, k.embeddingInputs])) as Record<ProviderKind, 'text' | 'text-or-tokens' | null>,
+);
 
 /**
  * The most inputs one upstream embeddings call of a kind may carry, where the upstream has a
- * limit: Gemini's `batchEmbedContents` refuses more than 100 requests. An endpoint's
- * `max_embedding_inputs` is capped at it (and a larger value in the config is refused).
+ * limit (a kind's `embeddingBatchLimit`): Gemini's `batchEmbedContents` refuses more than 100
+ * requests. An endpoint's `max_embedding_inputs` is capped at it (and a larger value in the
+ * config is refused).
  */
-export const EMBEDDING_BATCH_LIMIT: Readonly<Partial<Record<ProviderKind, number>>> = { gemini: 100 };
+export const EMBEDDING_BATCH_LIMIT: Readonly<Partial<Record<ProviderKind, number>>> = Object.freeze(
+  Object.fromEntries(KIND_SCHEMAS.flatMap((k) => ('embeddingBatchLimit' in k ? [[k.kind, k.embeddingBatchLimit]] : []))),
+);
+
+/** The kinds' checks `load.ts` runs over the raw config (a kind's `requiresBaseUrl`, `exclusiveEndpointFlags`). */
+export { KIND_SCHEMAS };
 
 /** USD per 1M tokens, and USD per request. Given as numbers or decimal strings. */
 const price = z.union([
@@ -173,8 +147,6 @@ export const endpointSchema = z
     ]),
     /** The upstream also serves legacy `POST /completions` for this model. */
     supports_text_completions: z.boolean().default(false),
-    /** The upstream also serves OpenAI's Responses API (`POST /responses`) for this model (`openai` kind): `/v1/responses` goes through natively. */
-    supports_responses: z.boolean().default(false),
     /** The endpoint serves `POST /embeddings` (an embedding model). */
     embeddings: z.boolean().default(false),
     /** Most inputs per upstream embeddings call: a longer `input` array is sent in batches of this size (capped at the kind's `EMBEDDING_BATCH_LIMIT`: 100 for `gemini`). */
@@ -183,13 +155,6 @@ export const endpointSchema = z
     weight: z.number().positive().default(1),
     timeouts: timeoutsSchema.partial().optional(),
     /**
-     * Kind `openai`: send every text-only message content as one string (text parts joined in
-     * order, blank line between) and refuse media parts, for servers that reject content arrays;
-     * false sends arrays as given. Default: the dialect's setting (on for `deepseek` and `groq`;
-     * `llamacpp` and `ollama` join text-only arrays and keep arrays with media).
-     */
-    string_content: z.boolean().optional(),
-    /**
      * Fold system and developer messages into the first user turn, for models that reject a
      * system instruction. Default: on for model families known to (Gemma), else off.
      */
@@ -197,6 +162,8 @@ export const endpointSchema = z
     /** A request whose output limit is above `max_completion_tokens`: see {@link outputLimitPolicy}. Default: the model's. */
     output_limit: outputLimitPolicy.optional(),
   })
+  /** The kinds' own endpoint fields (`supports_responses`, `string_content`, …): see src/providers/<kind>/<kind>-config-schema.ts. */
+  .extend(kindEndpointFields)
   .strict();
 
 const modality = z.enum(['text', 'image', 'audio', 'file', 'video', 'embeddings']);
@@ -392,7 +359,6 @@ export const configSchema = z
 
 export type { PresetConfig, ModelVariantConfig } from './presets-schema.js';
 export type TimeoutsConfig = z.infer<typeof timeoutsSchema>;
-export type LocalEngineConfig = z.infer<typeof localEngineSchema>;
 export type ProviderConfig = z.infer<typeof providerSchema>;
 export type PricingConfig = z.infer<typeof pricingSchema>;
 export type EndpointConfig = z.infer<typeof endpointSchema>;

@@ -140,7 +140,7 @@ describe('per-request caps (image_fetch.max_images_per_request, max_total_bytes_
   test('defaults: 16 images, 32 MiB', async () => {
     const fetcher = requestImageFetcher(SETTINGS);
     assert.equal(typeof fetcher, 'function');
-    const { imageFetchSchema } = await import('../../src/config/schema.js');
+    const { imageFetchSchema } = await import('../../src/providers/gemini/gemini-config-schema.js');
     const d = imageFetchSchema.parse({});
     assert.equal(d.max_images_per_request, 16);
     assert.equal(d.max_total_bytes_per_request, 33_554_432);

@@ -1,5 +1,6 @@
 import path from 'node:path';
-import { localEngineSchema, type LocalEngineConfig, type ProviderConfig } from '../../config/schema.js';
+import type { ProviderConfig } from '../../config/schema.js';
+import { localEngineSchema, type LocalEngineConfig } from './local-config-schema.js';
 import type { EngineStartConfig } from './engine-protocol.js';
 
 /** Default download folder of `hf:` and URL model sources, relative to the working directory. */

@@ -4,7 +4,9 @@
  * @see ../../../../shared/reference/provider-wire-formats.md §4 (vLLM, llama.cpp, Ollama) and §5.4
  */
 
-export const OPENAI_DIALECTS = ['openai', 'vllm', 'llamacpp', 'ollama', 'deepseek', 'groq', 'openrouter', 'mistral'] as const;
+import { OPENAI_DIALECTS } from './openai-config-schema.js';
+
+export { OPENAI_DIALECTS };
 export type OpenAIDialectName = (typeof OPENAI_DIALECTS)[number];
 
 /** How a dialect sends content arrays (see {@link OpenAIDialect.content}). */

@@ -1,0 +1,49 @@
+import type { z } from 'zod';
+
+/**
+ * What one provider kind adds to the configuration file, declared in its own folder
+ * (`src/providers/<kind>/<kind>-config-schema.ts`) and listed in `src/providers/config-schemas.ts`;
+ * `schema.ts` assembles the `providers[]` and endpoint objects from every kind's fields, and
+ * `load.ts` runs the kind's checks. A kind's schema file imports only `zod` and fragments of
+ * `src/config/` (eslint.config.js enforces it), never `schema.ts` or `load.ts` (they import it).
+ *
+ * The kinds' fields are merged into one strict object: a field one kind declares is accepted
+ * (with its default) on a provider of any kind, and only its own kind reads it.
+ */
+export interface ProviderKindSchema<K extends string = string> {
+  /** The `kind` value of a `providers[]` entry. */
+  readonly kind: K;
+  /** Fields of a `providers[]` entry only this kind reads (zod shapes, merged into the provider object). */
+  readonly providerFields: z.ZodRawShape;
+  /** Fields of a model endpoint only endpoints of this kind read (merged into the endpoint object). */
+  readonly endpointFields: z.ZodRawShape;
+  /** The kind has no default upstream: a provider without `base_url` is refused at load. */
+  readonly requiresBaseUrl: boolean;
+  /**
+   * What the kind's embeddings call takes: `text` (strings only), `text-or-tokens` (strings or
+   * token-id arrays), or null (the kind serves no embeddings: an endpoint's `embeddings: true`
+   * is refused at load).
+   */
+  readonly embeddingInputs: 'text' | 'text-or-tokens' | null;
+  /**
+   * The most inputs one upstream embeddings call may carry, where the upstream has a limit; an
+   * endpoint's `max_embedding_inputs` is capped at it (and a larger value is refused at load).
+   */
+  readonly embeddingBatchLimit?: number;
+  /**
+   * Boolean endpoint fields only this kind may set to true, with the refusal message given for an
+   * endpoint of another kind (`kind`: that endpoint's provider kind). One kind per field.
+   */
+  readonly exclusiveEndpointFlags?: Readonly<Record<string, (kind: string) => string>>;
+}
+
+/** The intersection of a union (`A | B` → `A & B`): the merged shapes of every kind. */
+export type UnionToIntersection<U> = (U extends unknown ? (u: U) => void : never) extends (i: infer I) => void ? I : never;
+
+/**
+ * The list of kinds' schemas, keyed by kind: the type check makes each key the `kind` of its
+ * schema (`{ openai: anthropicConfigSchema }` does not compile).
+ */
+export function providerKindSchemas<T extends { [K in keyof T]: ProviderKindSchema<K & string> }>(schemas: T): T {
+  return schemas;
+}
