@@ -3,9 +3,9 @@ import type { Kysely } from 'kysely';
 import { picoToUsdString } from '../../accounting/cost.js';
 import { ERROR_CATALOG, type ErrorCode } from '../../errors/catalog.js';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { RecordedError } from '../../pipeline/state/generation-draft.js';
 import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
 import type { Database, GenerationsTable } from '../../store/schema.js';
+import type { RecordedError } from '../../store/generation-row.js';
 import type { ApiKey } from '../../store/keys.js';
 import { isRefusal } from '../../store/refusal.js';
 
