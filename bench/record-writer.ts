@@ -1,11 +1,12 @@
 /**
  * CPU cost of writing generation records (`npx tsx bench/record-writer.ts`).
  *
- * Builds rows the way the pipeline does (a `GenerationDraft` per request, `toRow()`), then writes
- * them through the real `GenerationWriter` (the inserts, the hourly and daily rollups, the session
- * counts and the tag index, one transaction per batch) into a fresh, migrated database, and
+ * Builds rows the way the pipeline does (a `GenerationDraft` per request, `generationRow` of
+ * store/generation-row.ts), then writes them through the real `GenerationWriter` (the inserts,
+ * the hourly and daily rollups, the session counts and the tag index, one transaction per batch)
+ * into a fresh, migrated database, and
  * prints the CPU time of this process per row (`process.cpuUsage`, user + system, µs) and the wall
- * time per row. It also times the pieces alone: `toRow()`, and the writer's bounds check
+ * time per row. It also times the pieces alone: `generationRow()`, and the writer's bounds check
  * (`boundRow`). On PostgreSQL the figure is the gateway's side only (the server's CPU is another
  * process).
  *
@@ -31,6 +32,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
 import { openDatabase, redactDatabaseUrl, type OpenDatabase } from '../src/store/database.js';
+import { generationRow } from '../src/store/generation-row.js';
 import { GenerationWriter } from '../src/store/generation-writer.js';
 import { migrate } from '../src/store/migrations.js';
 import { boundRow } from '../src/store/record-guard.js';
@@ -140,22 +142,22 @@ async function main(): Promise<void> {
   console.log(`${ROWS} rows per run, batches of ${BATCH}, median of ${RUNS} runs\n`);
 
   const drafts = Array.from({ length: ROWS }, () => draft(rand, newGenerationId()));
-  cpuPer(drafts, (d) => d.toRow());
-  const toRow = median(Array.from({ length: RUNS }, () => cpuPer(drafts, (d) => d.toRow())));
-  const sample = drafts.map((d) => d.toRow());
+  cpuPer(drafts, (d) => generationRow(d, false));
+  const rowUs = median(Array.from({ length: RUNS }, () => cpuPer(drafts, (d) => generationRow(d, false))));
+  const sample = drafts.map((d) => generationRow(d, false));
   cpuPer(sample, boundRow);
   const bound = median(Array.from({ length: RUNS }, () => cpuPer(sample, boundRow)));
-  console.log(`| step | CPU µs/row |\n| --- | ---: |\n| GenerationDraft.toRow() | ${us(toRow)} |\n| boundRow() | ${us(bound)} |\n`);
+  console.log(`| step | CPU µs/row |\n| --- | ---: |\n| generationRow() | ${us(rowUs)} |\n| boundRow() | ${us(bound)} |\n`);
 
   const { store, cleanup } = await freshDatabase(0);
   try {
     const writer = new GenerationWriter(store.db, silent, 60_000, 100_000);
-    await writeAll(writer, Array.from({ length: ROWS }, () => draft(rand, newGenerationId()).toRow()));
+    await writeAll(writer, Array.from({ length: ROWS }, () => generationRow(draft(rand, newGenerationId()), false)));
     const cpu: number[] = [];
     const sys: number[] = [];
     const wall: number[] = [];
     for (let r = 0; r < RUNS; r++) {
-      const res = await writeAll(writer, Array.from({ length: ROWS }, () => draft(rand, newGenerationId()).toRow()));
+      const res = await writeAll(writer, Array.from({ length: ROWS }, () => generationRow(draft(rand, newGenerationId()), false)));
       cpu.push(res.cpu);
       sys.push(res.sys);
       wall.push(res.wall);
@@ -173,9 +175,9 @@ async function main(): Promise<void> {
       const { store: s, cleanup: done } = await freshDatabase(n++);
       try {
         const writer = new GenerationWriter(s.db, silent, 60_000, 100_000);
-        for (let i = 0; i < PREFILL; i += ROWS) await writeAll(writer, Array.from({ length: Math.min(ROWS, PREFILL - i) }, () => draft(rand, makeId()).toRow()));
+        for (let i = 0; i < PREFILL; i += ROWS) await writeAll(writer, Array.from({ length: Math.min(ROWS, PREFILL - i) }, () => generationRow(draft(rand, makeId()), false)));
         const res: { cpu: number; wall: number }[] = [];
-        for (let r = 0; r < RUNS; r++) res.push(await writeAll(writer, Array.from({ length: ROWS }, () => draft(rand, makeId()).toRow())));
+        for (let r = 0; r < RUNS; r++) res.push(await writeAll(writer, Array.from({ length: ROWS }, () => generationRow(draft(rand, makeId()), false))));
         console.log(`| ${name} | ${us(median(res.map((x) => x.cpu)))} | ${us(median(res.map((x) => x.wall)))} |`);
       } finally {
         await done();

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { LoadedConfig } from '../config/load.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { DatabaseResponseCacheStore } from '../cache/database-response-cache-store.js';
@@ -12,13 +12,13 @@ import { RedisConnection } from '../redis/redis-connection.js';
 import { buildCatalog } from '../routing/catalog.js';
 import { HealthRegistry, type HealthSettings } from '../routing/endpoint-health.js';
 import { localHealth, RedisHealthSharing } from '../routing/health-sharing.js';
-import { gatewayErrorOf } from '../store/database.js';
 import { fleetLease } from '../store/fleet-lease.js';
 import { GenerationWriter } from '../store/generation-writer.js';
 import { localKeyChanges, RedisKeyChangeNotifier } from '../store/key-change-notifier.js';
 import { startRetentionPurge } from '../store/retention-purge.js';
 import type { Database } from '../store/schema.js';
 import { StoredResponseStore } from '../store/stored-responses.js';
+import { loadSpentSince } from '../store/usage-queries.js';
 import { subscribeGenAiPrometheus } from '../telemetry/prometheus-genai.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import { UpstreamPools } from '../upstream/upstream-pools.js';
@@ -53,25 +53,6 @@ function healthSettings(config: Readonly<GatewayConfig>): HealthSettings {
     windowMs: r.stats_window_ms,
     recentFailureMs: r.recent_failure_ms,
   };
-}
-
-/**
- * The cost (picoUSD) a key spent in `usage_hourly` since `periodStart` (Unix hour start, s): the
- * runtime's `loadSpent`.
- * @throws GatewayError `database_unavailable` while the database is down, so the Redis limit
- *   store does not take it for its own failure.
- */
-async function loadSpent(db: Kysely<Database>, keyId: string, periodStart: number): Promise<bigint> {
-  const row = await db
-    .selectFrom('usage_hourly')
-    .select(sql<string | null>`CAST(SUM(cost_pico) AS TEXT)`.as('total'))
-    .where('key_id', '=', keyId)
-    .where('hour', '>=', periodStart)
-    .executeTakeFirst()
-    .catch((err: unknown) => {
-      throw gatewayErrorOf(err);
-    });
-  return BigInt(row?.total ?? '0');
 }
 
 /** What the gateway runs on, apart from its HTTP server: built by {@link buildRuntime}. */
@@ -117,7 +98,7 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
     shutdown: new AbortController(),
     upstreamCalls: new LiveUpstreamCalls(),
     responses: new StoredResponseStore(db, log),
-    loadSpent: (keyId, periodStart) => loadSpent(db, keyId, periodStart),
+    loadSpent: (keyId, periodStart) => loadSpentSince(db, keyId, periodStart),
   };
   runtime.writer.configure(config.records);
   runtime.shutdown.signal.addEventListener('abort', () => runtime.upstreamCalls.abortAll(new Error('the gateway is shutting down')), { once: true });

@@ -1,6 +1,7 @@
 import { sql, type Expression, type ExpressionBuilder, type Kysely, type SqlBool } from 'kysely';
 import { picoToUsdString } from '../accounting/cost.js';
 import { GatewayError } from '../errors/gateway-error.js';
+import { gatewayErrorOf } from './database.js';
 import { sqlDialectOf } from './sql-dialect.js';
 import { isRefusal } from './refusal.js';
 import { LATENCY_BUCKETS_MS, type Database, type GenerationsTable } from './schema.js';
@@ -581,4 +582,27 @@ export async function queryUsage(db: Kysely<Database>, query: UsageQuery): Promi
     bucket: q.bucket,
     group_by: q.groupBy,
   };
+}
+
+/**
+ * The cost a key spent since `periodStart`, in picodollars: the sum of `cost_pico` over the
+ * key's `usage_hourly` rows from that hour on (0n when there are none). `periodStart` is unix ms
+ * of an hour's start (UTC), the start of the key's limit period (limits/limit-store.ts
+ * `periodStart`: a UTC day, Monday or month, or 0 for `never`). The sum is cast to text in SQL,
+ * so no driver hands it back as a rounded JS number. The runtime's `loadSpent`
+ * (server/build-runtime.ts).
+ * @throws GatewayError `database_unavailable` while the database is down (else the error as a
+ *   GatewayError, see `gatewayErrorOf`), so the Redis limit store does not take it for its own failure.
+ */
+export async function loadSpentSince(db: Kysely<Database>, keyId: string, periodStart: number): Promise<bigint> {
+  const row = await db
+    .selectFrom('usage_hourly')
+    .select(sql<string | null>`CAST(SUM(cost_pico) AS TEXT)`.as('total'))
+    .where('key_id', '=', keyId)
+    .where('hour', '>=', periodStart)
+    .executeTakeFirst()
+    .catch((err: unknown) => {
+      throw gatewayErrorOf(err);
+    });
+  return BigInt(row?.total ?? '0');
 }

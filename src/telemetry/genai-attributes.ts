@@ -2,7 +2,8 @@ import type { ChatRequest } from '../core/chat-types.js';
 import { requestedOutputLimit } from '../core/output-limit.js';
 import { ingressForApi } from '../ingress/registry.js';
 import type { ClientApi } from '../ingress/types.js';
-import type { Attempt, GenerationDraft } from '../pipeline/state/generation-draft.js';
+import type { GenerationDraft } from '../pipeline/state/generation-draft.js';
+import type { RecordedAttempt } from '../store/generation-row.js';
 import type { ResolvedEndpoint } from '../routing/resolved-endpoint.js';
 
 /**
@@ -92,7 +93,7 @@ export function attemptStartAttributes(draft: GenerationDraft, target: ResolvedE
 }
 
 /** An attempt's attributes at its end; usage only for the attempt that answered. */
-export function attemptEndAttributes(draft: GenerationDraft, attempt: Attempt, answered: boolean): Attributes {
+export function attemptEndAttributes(draft: GenerationDraft, attempt: RecordedAttempt, answered: boolean): Attributes {
   const attrs: Attributes = {
     'http.response.status_code': attempt.status ?? undefined,
     'error.type': attempt.error_code ?? undefined,

@@ -1,4 +1,5 @@
 import type { Usage } from '../../core/chat-types.js';
+import { totalTokens } from '../../core/usage-arithmetic.js';
 
 /** OpenAI `usage` object as the gateway emits it; `cost` is USD (extension field). */
 export interface UsageJson {
@@ -17,7 +18,7 @@ export interface UsageJson {
 export function usageToJson(usage: Usage | null, costUsd?: number): UsageJson {
   const prompt = usage?.promptTokens ?? 0;
   const completion = usage?.completionTokens ?? 0;
-  const out: UsageJson = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  const out: UsageJson = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: totalTokens(usage) };
   if (usage?.cachedTokens != null || usage?.cacheWriteTokens != null) {
     out.prompt_tokens_details = { cached_tokens: usage.cachedTokens ?? 0 };
     if (usage.cacheWriteTokens != null) out.prompt_tokens_details.cache_write_tokens = usage.cacheWriteTokens;

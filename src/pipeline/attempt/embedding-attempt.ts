@@ -2,6 +2,7 @@ import { estimateTextTokens } from '../../accounting/estimate-tokens.js';
 import { EMBEDDING_BATCH_LIMIT } from '../../config/schema.js';
 import type { Usage } from '../../core/chat-types.js';
 import { encodeEmbeddingBase64, type EmbeddingRequest } from '../../core/embedding-types.js';
+import { addUsage } from '../../core/usage-arithmetic.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import type { EmbeddingIngress } from '../../ingress/types.js';
 import type { UpstreamExchange } from '../../upstream/upstream-exchange.js';
@@ -85,19 +86,6 @@ export async function embedAttempt(a: Attempt, ingress: EmbeddingIngress): Promi
   state.outputStarted = true;
   a.sink.send(200, responseHeaders(draft), ingress.embeddingBody(target.model.id, { embeddings, usage: metered }, metered, costUsd));
   return status;
-}
-
-function addUsage(sum: Usage | null, u: Usage): Usage {
-  if (sum === null) return u;
-  const add = (x: number | null, y: number | null) => (x === null || y === null ? null : x + y);
-  return {
-    promptTokens: add(sum.promptTokens, u.promptTokens),
-    completionTokens: add(sum.completionTokens, u.completionTokens),
-    cachedTokens: add(sum.cachedTokens, u.cachedTokens),
-    cacheWriteTokens: add(sum.cacheWriteTokens, u.cacheWriteTokens),
-    reasoningTokens: add(sum.reasoningTokens, u.reasoningTokens),
-    source: 'upstream',
-  };
 }
 
 /** The tokenizer's count of the inputs (token-id inputs count their ids). */

@@ -3,6 +3,8 @@ import { clampUsage, USAGE_CLAMPED } from '../../accounting/usage-bounds.js';
 import type { PromptSize } from '../../accounting/estimate-tokens.js';
 import type { Usage } from '../../core/chat-types.js';
 import type { ResolvedEndpoint } from '../../routing/resolved-endpoint.js';
+import { generationRow } from '../../store/generation-row.js';
+import type { GenerationsTable } from '../../store/schema.js';
 import { generationEnd, type GenerationEndEvent } from '../state/events.js';
 import type { GenerationDraft } from '../state/generation-draft.js';
 import type { GenerationInput } from '../state/generation-input.js';
@@ -60,7 +62,7 @@ export function keepRecordText(draft: GenerationDraft, input: GenerationInput, o
  * settled once the record is committed (or its write failed and waits for a retry); never rejects.
  */
 export function finishGeneration(rt: GatewayRuntime, draft: GenerationDraft): Promise<void> | void {
-  const row = draft.toRow(rt.config.records.keep_upstream_error_message);
+  const row = generationRow(draft, rt.config.records.keep_upstream_error_message);
   const written = rt.writer.add(row);
   recordMetrics(rt, row, draft);
   if (generationEnd.hasSubscribers) generationEnd.publish({ draft, latencyMs: row.latency_ms, metrics: rt.metrics } satisfies GenerationEndEvent);
@@ -72,7 +74,7 @@ export function finishGeneration(rt: GatewayRuntime, draft: GenerationDraft): Pr
 }
 
 /** Count a finished generation in the Prometheus metrics. */
-function recordMetrics(rt: GatewayRuntime, row: ReturnType<GenerationDraft['toRow']>, draft: GenerationDraft): void {
+function recordMetrics(rt: GatewayRuntime, row: GenerationsTable, draft: GenerationDraft): void {
   const m = rt.metrics;
   // Only catalog ids become label values: a client's made-up model names must not grow the series.
   const asked = row.requested_model;

@@ -5,6 +5,7 @@ import { gatewayErrorOf } from '../../store/database.js';
 import { checkedSession } from '../../ingress/gateway-fields.js';
 import type { IngressAdapter, PrepareContext } from '../../ingress/types.js';
 import type { ChatRequest, OpOptions } from '../../core/chat-types.js';
+import { totalTokens } from '../../core/usage-arithmetic.js';
 import type { ApiKey } from '../../store/keys.js';
 import { newGenerationId } from '../../util/ids.js';
 import { resolveAliases } from '../../routing/catalog.js';
@@ -89,7 +90,7 @@ async function serveCached(rt: GatewayRuntime, input: GenerationInput, draft: Ge
     const state: ResponseState = { headersSent: sink.headersSent, outputStarted: sink.headersSent, clientGone: new ClientGone(), keepAlive: undefined, poolWaitMs: 0 };
     await replyFailure(sink, state, input.ingress, draft, err, input.chat.model, input.request);
   }
-  if (draft.keyId && draft.usage) void rt.limits.addTokens(draft.keyId, (draft.usage.promptTokens ?? 0) + (draft.usage.completionTokens ?? 0), Date.now()).catch(() => {});
+  if (draft.keyId && draft.usage) void rt.limits.addTokens(draft.keyId, totalTokens(draft.usage), Date.now()).catch(() => {});
   finishGeneration(rt, draft);
   return true;
 }
@@ -162,7 +163,7 @@ async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: 
     rt.inFlight--;
     rt.metrics.inFlight.dec();
     if (draft.keyId && draft.usage) {
-      void rt.limits.addTokens(draft.keyId, (draft.usage.promptTokens ?? 0) + (draft.usage.completionTokens ?? 0), Date.now()).catch(() => {});
+      void rt.limits.addTokens(draft.keyId, totalTokens(draft.usage), Date.now()).catch(() => {});
     }
     sink.offClose(onClose);
     await finishGeneration(rt, draft);

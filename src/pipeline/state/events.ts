@@ -2,7 +2,8 @@ import { channel, type Channel } from 'node:diagnostics_channel';
 import type { ChatRequest } from '../../core/chat-types.js';
 import type { GatewayError } from '../../errors/gateway-error.js';
 import type { ResolvedEndpoint } from '../../routing/resolved-endpoint.js';
-import type { Attempt, GenerationDraft } from './generation-draft.js';
+import type { GenerationDraft } from './generation-draft.js';
+import type { RecordedAttempt } from '../../store/generation-row.js';
 import type { GatewayMetrics } from './metrics.js';
 
 /**
@@ -40,7 +41,7 @@ export interface AttemptEndEvent {
   readonly target: ResolvedEndpoint;
   readonly index: number;
   /** The attempt as recorded (status, error code, latency in ms). */
-  readonly attempt: Attempt;
+  readonly attempt: RecordedAttempt;
   readonly error: GatewayError | undefined;
 }
 

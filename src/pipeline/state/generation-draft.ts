@@ -1,30 +1,17 @@
 import type { Usage } from '../../core/chat-types.js';
 import type { GatewayError, UpstreamErrorInfo } from '../../errors/gateway-error.js';
-import { MAX_UPSTREAM_FIELD } from '../../providers/upstream-errors.js';
 import type { ClientApi } from '../../ingress/types.js';
-import type { GenerationsTable } from '../../store/schema.js';
-
-/** One upstream attempt of a generation. Times in ms. */
-export interface Attempt {
-  endpoint: string;
-  provider: string;
-  model: string;
-  /** Upstream HTTP status, or null when no response arrived (connect error, timeout). */
-  status: number | null;
-  error_code: string | null;
-  latency_ms: number;
-  /** Why the router put this endpoint where it was (`provider.order`, `weighted-random` …). */
-  reason: string;
-}
+import type { GenerationRecord, RecordedAttempt } from '../../store/generation-row.js';
 
 /** The pass-through lane's answer as the client got it: the upstream's body, or its events (SSE text). */
 export type RelayedAnswer = { body: unknown } | { events: string };
 
 /**
- * The generation record while a request runs; {@link toRow} turns it into exactly one database
- * row when the request ends, however it ends.
+ * The generation record while a request runs; the store's `generationRow`
+ * (store/generation-row.ts) turns it into exactly one database row when the request ends,
+ * however it ends (stages/finish.ts).
  */
-export class GenerationDraft {
+export class GenerationDraft implements GenerationRecord {
   readonly createdAt = Date.now();
   readonly startedAt = performance.now();
   servedModel: string | null = null;
@@ -46,7 +33,7 @@ export class GenerationDraft {
   usage: Usage | null = null;
   costPico = 0n;
   ttftMs: number | null = null;
-  readonly attempts: Attempt[] = [];
+  readonly attempts: RecordedAttempt[] = [];
   dropped: string[] = [];
   /** Headers to send with the response (rate-limit state). */
   extraHeaders: Record<string, string> = {};
@@ -114,83 +101,4 @@ export class GenerationDraft {
     this.errorCode = 'client_closed_request';
     this.httpStatus = 499;
   }
-
-  /**
-   * The database row. Text goes in only when retention is not `none`: the request and output
-   * (`content`) and the error message (`error_message`, which may quote the request). A failed
-   * generation always keeps `detail.error`: the error's `param` and the upstream's status, code,
-   * type and param (no text of the request); the upstream's message too with
-   * `keepUpstreamErrorMessage` (`records.keep_upstream_error_message`), whatever the retention.
-   */
-  toRow(keepUpstreamErrorMessage = false): GenerationsTable {
-    const u = this.usage;
-    const detail: Record<string, unknown> = { attempts: this.attempts, routing_reason: this.routingReason, dropped_parameters: this.dropped, warnings: this.warnings };
-    if (this.cacheHit) detail.cache_hit = true;
-    if (this.errorCode !== null && this.status === 'error') detail.error = this.errorDetail(keepUpstreamErrorMessage);
-    return {
-      id: this.id,
-      request_id: this.requestId,
-      created_at: this.createdAt,
-      key_id: this.keyId,
-      requested_model: this.requestedModel,
-      served_model: this.servedModel,
-      provider: this.provider,
-      endpoint: this.endpoint,
-      upstream_model: this.upstreamModel,
-      status: this.status,
-      error_code: this.errorCode,
-      error_message: this.retention === 'none' ? null : this.errorMessage,
-      http_status: this.httpStatus,
-      finish_reason: this.finishReason,
-      native_finish_reason: this.nativeFinishReason,
-      api: this.api,
-      streamed: this.streamed ? 1 : 0,
-      cancelled: this.cancelled ? 1 : 0,
-      prompt_tokens: u?.promptTokens ?? null,
-      completion_tokens: u?.completionTokens ?? null,
-      reasoning_tokens: u?.reasoningTokens ?? null,
-      cached_tokens: u?.cachedTokens ?? null,
-      cache_write_tokens: u?.cacheWriteTokens ?? null,
-      usage_source: u?.source ?? null,
-      cost_pico: this.costPico,
-      latency_ms: this.elapsed(),
-      ttft_ms: this.ttftMs,
-      tags: this.tags.length === 0 ? '[]' : JSON.stringify(this.tags),
-      session: this.session,
-      retention: String(this.retention),
-      detail: JSON.stringify(detail),
-      content: this.retention === 'none' || this.content === null ? null : JSON.stringify(this.content),
-    };
-  }
-
-  private errorDetail(keepUpstreamMessage: boolean): RecordedError {
-    const cut = (v: string | null) => (v === null ? null : v.slice(0, MAX_UPSTREAM_FIELD));
-    const up = this.upstreamError;
-    return {
-      param: cut(this.errorParam),
-      upstream: up
-        ? { status: up.status, code: typeof up.code === 'string' ? cut(up.code) : up.code, type: cut(up.type), param: cut(up.param), ...(keepUpstreamMessage ? { message: up.message } : {}) }
-        : null,
-    };
-  }
-}
-
-/**
- * `detail.error` of a failed generation's record: what is kept of the failure under every
- * retention (see docs/records.md, "Why a request failed"). Strings at most 256 characters
- * (the message 2,000), secrets redacted.
- */
-export interface RecordedError {
-  /** The request field the error is about, in dotted form (`messages[2].content`), or null. */
-  param: string | null;
-  /** What the upstream said, when an upstream's answer caused the error; else null. */
-  upstream: {
-    /** HTTP status of the upstream response (200 for an error inside a response or stream). */
-    status: number;
-    code: string | number | null;
-    type: string | null;
-    param: string | null;
-    /** Only with `records.keep_upstream_error_message: true`. */
-    message?: string;
-  } | null;
 }

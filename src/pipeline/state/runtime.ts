@@ -37,7 +37,7 @@ export interface GatewayRuntime {
   shutdown: AbortController;
   /** The upstream calls in flight; all are cut when `shutdown` aborts. */
   upstreamCalls: LiveUpstreamCalls;
-  /** A key's settled spend since `periodStart` from the database (picodollars). */
+  /** A key's settled spend since `periodStart` (unix ms) from the database, in picodollars: store/usage-queries.ts `loadSpentSince`. */
   loadSpent: (keyId: string, periodStart: number) => Promise<bigint>;
   /** Responses API objects kept for `GET /v1/responses/{id}` and `previous_response_id`. */
   responses: StoredResponseStore;

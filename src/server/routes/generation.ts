@@ -3,9 +3,10 @@ import type { Kysely } from 'kysely';
 import { picoToUsdString } from '../../accounting/cost.js';
 import { ERROR_CATALOG, type ErrorCode } from '../../errors/catalog.js';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { RecordedError } from '../../pipeline/state/generation-draft.js';
 import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
 import type { Database, GenerationsTable } from '../../store/schema.js';
+import { findGeneration } from '../../store/generation-lookup.js';
+import type { RecordedError } from '../../store/generation-row.js';
 import type { ApiKey } from '../../store/keys.js';
 import { isRefusal } from '../../store/refusal.js';
 
@@ -136,7 +137,7 @@ export function registerGenerationRoutes(app: FastifyInstance, rt: () => Gateway
     const id = req.query.id;
     if (!id || typeof id !== 'string') throw new GatewayError('invalid_request', 'id: is required (?id=gen_…)', { param: 'id' });
     const key: ApiKey = req.apiKey;
-    const row = rt().writer.pending(id) ?? (await db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirst());
+    const row = await findGeneration(db, rt().writer, id);
     if (!row || (!key.isAdmin && row.key_id !== key.id)) {
       throw new GatewayError('not_found', `no generation ${JSON.stringify(id)} for this key`, { param: 'id' });
     }

@@ -1,4 +1,5 @@
 import type { FinishReason, Usage } from '../../../core/chat-types.js';
+import { uncachedPromptTokens } from '../../../core/usage-arithmetic.js';
 
 /** Anthropic's `usage` object (tokens). */
 export interface MessagesUsageJson {
@@ -16,11 +17,10 @@ export interface MessagesUsageJson {
  * @see https://docs.anthropic.com/en/api/messages#response-usage
  */
 export function messagesUsage(usage: Usage | null): MessagesUsageJson {
-  const prompt = usage?.promptTokens ?? 0;
   const read = usage?.cachedTokens ?? null;
   const write = usage?.cacheWriteTokens ?? null;
   return {
-    input_tokens: Math.max(0, prompt - (read ?? 0) - (write ?? 0)),
+    input_tokens: uncachedPromptTokens(usage),
     output_tokens: usage?.completionTokens ?? 0,
     cache_creation_input_tokens: write,
     cache_read_input_tokens: read,

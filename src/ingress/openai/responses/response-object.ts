@@ -1,5 +1,6 @@
 import type { FinishReason, ReasoningDetail, ToolCall, Usage } from '../../../core/chat-types.js';
 import type { ChatResult } from '../../../core/chat-result.js';
+import { totalTokens } from '../../../core/usage-arithmetic.js';
 import type { GatewayError } from '../../../errors/gateway-error.js';
 import type { ResponseIdentity } from '../../types.js';
 import { encodeReasoningState } from './reasoning-state.js';
@@ -23,7 +24,7 @@ export function responsesUsage(usage: Usage | null, costUsd?: number): Record<st
     input_tokens_details: { cached_tokens: usage?.cachedTokens ?? 0, cache_write_tokens: usage?.cacheWriteTokens ?? 0 },
     output_tokens: output,
     output_tokens_details: { reasoning_tokens: usage?.reasoningTokens ?? 0 },
-    total_tokens: input + output,
+    total_tokens: totalTokens(usage),
     ...(costUsd !== undefined ? { cost: costUsd } : {}),
   };
 }
