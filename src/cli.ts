@@ -37,7 +37,8 @@ Usage:
                                              copy a deployment, e.g. --from sqlite:./data/opinference.db
                                              --to postgres://user@host/db (into an empty database;
                                              --resume continues an interrupted copy)
-  opinference config check [--config FILE]   validate the config file, report every problem, exit
+  opinference config check [--config FILE]   validate the config file, report every problem, exit;
+                                             show what each provider preset expanded to
   opinference --version                      print the version
 
 Commands that use the database print which one on stderr. \`keys create --models\` takes
