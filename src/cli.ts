@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { ConfigError, loadConfig, type LoadedConfig } from './config/load.js';
+import { describePresetExpansions } from './config/provider-presets.js';
 import { buildGateway } from './server/app.js';
 import { startTelemetry } from './telemetry/telemetry.js';
 import { DEFAULT_DATABASE_URL, isDatabaseUnreachable, openDatabase, parseDatabaseUrl } from './store/database.js';
@@ -36,7 +37,8 @@ Usage:
                                              copy a deployment, e.g. --from sqlite:./data/opinference.db
                                              --to postgres://user@host/db (into an empty database;
                                              --resume continues an interrupted copy)
-  opinference config check [--config FILE]   validate the config file, report every problem, exit
+  opinference config check [--config FILE]   validate the config file, report every problem, exit;
+                                             show what each provider preset expanded to
   opinference --version                      print the version
 
 Commands that use the database print which one on stderr. \`keys create --models\` takes
@@ -292,6 +294,8 @@ async function main(argv: string[]): Promise<void> {
       for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
       const warned = warnings.length ? ` (${warnings.length} warning${warnings.length === 1 ? '' : 's'} on stderr)` : '';
       process.stdout.write(`${loaded.source ?? '(no file: empty catalog)'}: ok — ${loaded.config.providers.length} providers, ${loaded.config.models.length} models${warned}\n`);
+      // What each provider preset expanded to (the key as set / not set, never its value).
+      for (const line of describePresetExpansions(loaded.config)) process.stdout.write(`  ${line}\n`);
       return;
     }
     case 'keys':

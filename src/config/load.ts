@@ -1,6 +1,7 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import type { ZodIssue } from 'zod';
+import { expandProviderPresets } from './provider-presets.js';
 import { configSchema, EMBEDDING_BATCH_LIMIT, EMBEDDING_INPUTS, KIND_SCHEMAS, type GatewayConfig, type ProviderKind } from './schema.js';
 
 /** Thrown when the config cannot be read or is invalid; `issues` are `path: message` lines. */
@@ -249,24 +250,37 @@ function withoutSecrets(raw: unknown): unknown {
   return { ...(raw as Loose), providers };
 }
 
+/**
+ * An unset-variable issue of a key a provider preset defaulted (`providers[0].api_key:
+ * environment variable GROQ_API_KEY is not set`), with the note saying the preset put it there.
+ */
+function withKeyNote(issue: string, notes: ReadonlyMap<string, string>): string {
+  const note = notes.get(issue.slice(0, issue.indexOf(': ')));
+  return note === undefined ? issue : `${issue} (${note})`;
+}
+
 /** {@link parseConfig}, with the warnings of {@link LoadedConfig.warnings}. */
 export function parseConfigWithWarnings(raw: unknown, source: string, env: NodeJS.ProcessEnv = process.env, options: ParseOptions = {}): { config: Readonly<GatewayConfig>; warnings: string[] } {
   const report: EnvReport = { issues: [], emptied: [] };
-  const substituted = substituteEnv(options.secrets === false ? withoutSecrets(raw ?? {}) : (raw ?? {}), env, [], report);
-  const envIssues = report.issues;
+  // Provider presets first: their key default is a `${VAR}` to substitute (and to drop without secrets).
+  const presets = expandProviderPresets(raw ?? {});
+  const substituted = substituteEnv(options.secrets === false ? withoutSecrets(presets.config) : presets.config, env, [], report);
+  const envIssues = report.issues.map((i) => withKeyNote(i, presets.keyNotes));
   const result = configSchema.safeParse(substituted);
-  // A value whose variable is unset is reported once, for the variable, not again for being empty.
-  const unsetPaths = envIssues.map((i) => i.slice(0, i.indexOf(': ')));
-  const schemaIssues = result.success ? [] : result.error.issues.map(formatIssue).filter((i) => !unsetPaths.some((p) => i.startsWith(`${p}: `) || i.startsWith(`${p}.`) || i.startsWith(`${p}[`)));
-  const issues = [...new Set([...envIssues, ...schemaIssues, ...checkReferences(substituted)])];
+  // A value whose variable is unset is reported once, for the variable, not again for being
+  // empty; a preset's issue once, not again as the schema's (an unknown preset leaves no kind).
+  const covered = [...envIssues.map((i) => i.slice(0, i.indexOf(': '))), ...presets.covered];
+  const schemaIssues = result.success ? [] : result.error.issues.map(formatIssue).filter((i) => !covered.some((p) => i.startsWith(`${p}: `) || i.startsWith(`${p}.`) || i.startsWith(`${p}[`)));
+  const issues = [...new Set([...envIssues, ...presets.issues, ...schemaIssues, ...checkReferences(substituted)])];
   if (issues.length > 0 || !result.success) throw new ConfigError(source, issues);
   return { config: deepFreeze(result.data), warnings: emptiedCredentialWarnings(report, substituted) };
 }
 
 /**
- * Validate a parsed config object: env substitution, strict schema, cross-references, freeze.
+ * Validate a parsed config object: provider presets filled in, env substitution, strict schema,
+ * cross-references, freeze.
  * @throws ConfigError listing every problem of the config with its path, all in one report
- * (unset variables, schema violations and dangling references together).
+ * (unknown presets, unset variables, schema violations and dangling references together).
  */
 export function parseConfig(raw: unknown, source: string, env: NodeJS.ProcessEnv = process.env, options: ParseOptions = {}): Readonly<GatewayConfig> {
   return parseConfigWithWarnings(raw, source, env, options).config;

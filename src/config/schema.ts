@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { PROVIDER_CONFIG_SCHEMAS } from '../providers/config-schemas.js';
 import { modelVariantSchema, presetSchema } from './presets-schema.js';
+import { PROVIDER_PRESET_NAMES } from './provider-presets.js';
 import type { UnionToIntersection } from './provider-kind-schema.js';
 
 /**
@@ -56,6 +57,12 @@ const kindEndpointFields = Object.assign({}, ...KIND_SCHEMAS.map((k) => k.endpoi
 export const providerSchema = z
   .object({
     id: slug,
+    /**
+     * A provider preset (provider-presets.ts): filled in before validation (load.ts), so here
+     * `kind`, `base_url`, `dialect` and the key default are already the preset's unless the
+     * entry set them. Kept so `config check` can show what it expanded to.
+     */
+    preset: z.enum(PROVIDER_PRESET_NAMES).optional(),
     kind: z.enum(PROVIDER_KINDS),
     base_url: z.string().url('must be an absolute http(s) URL').optional(),
     api_key: headerValue.optional(),
