@@ -24,14 +24,20 @@ const LAYERS = [
 ];
 const APART = ['dashboard'];
 
-// A new top folder of src/ must be given a layer here (or be declared apart).
+// A new top folder (or file) of src/ must be given a layer here (or be declared apart): until it
+// is, every one of its files fails the lint with that message (`unlistedRules`, below).
 const listed = new Set([...LAYERS.flat(), ...APART]);
-const unlisted = readdirSync(fileURLToPath(new globalThis.URL('./src/', import.meta.url))).filter((f) => !listed.has(f));
-if (unlisted.length > 0) throw new Error(`eslint.config.js: src/${unlisted.join(', src/')} has no layer in LAYERS: add it (see docs/architecture.md)`);
+// Entries of src/ that hold code (a .ts file, or a folder with one), not dotfiles or stray files.
+const holdsCode = (entry) => !entry.name.startsWith('.') && (entry.isDirectory() ? readdirSync(fileURLToPath(new globalThis.URL(`./src/${entry.name}/`, import.meta.url)), { recursive: true }).some((f) => String(f).endsWith('.ts')) : entry.name.endsWith('.ts'));
+const unlisted = readdirSync(fileURLToPath(new globalThis.URL('./src/', import.meta.url)), { withFileTypes: true }).filter((e) => !listed.has(e.name) && holdsCode(e)).map((e) => e.name);
 
 const glob = (f) => (f.endsWith('.ts') ? `src/${f}` : `src/${f}/**/*.ts`);
 /** Import patterns that name a file in folder (or the file) `f` of src/, at any depth. */
 const importsOf = (f) => (f.endsWith('.ts') ? [`**/${f.replace(/\.ts$/, '.js')}`] : [`**/${f}/*`, `**/${f}/**`]);
+
+/** Fastify is the server's: below `telemetry/` (which reads Fastify's tracing channels) nothing imports it. */
+const NO_FASTIFY = { group: ['fastify', '@fastify/*'], message: 'only src/server/ (and telemetry/, for its tracing channels) may import Fastify: lower layers see the request through ClientSink and their own types (docs/architecture.md)' };
+const FASTIFY_LAYERS = new Set(['cli.ts', 'serve-workers.ts', 'server', 'telemetry']);
 
 const layerRules = LAYERS.slice(1).map((folders, i) => {
   const above = LAYERS.slice(0, i + 1).flat();
@@ -39,10 +45,13 @@ const layerRules = LAYERS.slice(1).map((folders, i) => {
     files: folders.map(glob),
     rules: {
       'no-restricted-imports': ['error', {
-        patterns: [{
-          group: above.flatMap(importsOf),
-          message: `src/${folders.join(', src/')} may not import from a higher layer (${above.join(', ')}): see docs/architecture.md`,
-        }],
+        patterns: [
+          {
+            group: above.flatMap(importsOf),
+            message: `src/${folders.join(', src/')} may not import from a higher layer (${above.join(', ')}): see docs/architecture.md`,
+          },
+          ...(folders.some((f) => FASTIFY_LAYERS.has(f)) ? [] : [NO_FASTIFY]),
+        ],
       }],
     },
   };
@@ -57,7 +66,7 @@ const roomRules = [
         patterns: [{
           group: [...LAYERS.slice(0, 3).flat().flatMap(importsOf), '**/stages/*', '**/attempt/*'],
           message: 'src/pipeline/state/ holds what the stages share: it imports no stage, no attempt and no higher layer (see src/pipeline/README.md)',
-        }],
+        }, NO_FASTIFY],
       }],
     },
   },
@@ -92,6 +101,7 @@ const kindSchemaRules = [
             group: LAYERS.slice(0, -1).flat().filter((f) => f !== 'providers').flatMap(importsOf),
             message: 'src/config/ may not import from a higher layer: see docs/architecture.md',
           },
+          NO_FASTIFY,
           {
             regex: String.raw`(^|/)providers/(?!config-schemas\.js$|[\w-]+/[\w-]+-config-schema\.js$)`,
             message: 'src/config/schema.ts may import from src/providers/ only config-schemas.ts and the <kind>/<kind>-config-schema.ts files (see src/config/README.md)',
@@ -124,6 +134,31 @@ const kindSchemaRules = [
   },
 ];
 
+/**
+ * What `no-restricted-imports` cannot see: an `import()` of another folder (or of a computed
+ * path), `typeof import('../…')` and `createRequire` would pass the layers unchecked; an
+ * `import()` of a file of the same folder (telemetry.ts loading otel.js lazily) stays allowed.
+ */
+const noLayerBypass = {
+  files: ['src/**/*.ts'],
+  rules: {
+    'no-restricted-syntax': ['error',
+      { selector: "ImportExpression[source.type!='Literal']", message: 'a computed import() bypasses the layer lint: import statically (docs/architecture.md)' },
+      { selector: 'ImportExpression[source.value=/^\\.\\.\\//]', message: 'import() of another folder bypasses the layer lint: import it statically (docs/architecture.md)' },
+      { selector: 'TSImportType[argument.literal.value=/^\\.\\.\\//]', message: "typeof import('../…') bypasses the layer lint: use an import type statement (docs/architecture.md)" },
+      { selector: "CallExpression[callee.name='createRequire']", message: 'createRequire bypasses the layer lint: import statically (docs/architecture.md)' },
+    ],
+  },
+};
+
+/** Each file of a top folder or file of src/ missing from LAYERS / APART is an error saying so. */
+const unlistedRules = unlisted.map((f) => ({
+  files: [glob(f)],
+  rules: {
+    'no-restricted-syntax': ['error', { selector: 'Program', message: `src/${f} has no layer in LAYERS (eslint.config.js): add it there (see docs/architecture.md)` }],
+  },
+}));
+
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/'] },
   js.configs.recommended,
@@ -137,4 +172,6 @@ export default tseslint.config(
   ...layerRules,
   ...roomRules,
   ...kindSchemaRules,
+  noLayerBypass,
+  ...unlistedRules,
 );

@@ -31,6 +31,11 @@ export interface ProviderKindSchema<K extends string = string> {
    */
   readonly embeddingBatchLimit?: number;
   /**
+   * The kind's upstream caches a prompt only where the request marks it (Anthropic's
+   * `cache_control`), never implicitly; unset: a priced `cache_read` means implicit caching.
+   */
+  readonly explicitPromptCaching?: boolean;
+  /**
    * Boolean endpoint fields only this kind may set to true, with the refusal message given for an
    * endpoint of another kind (`kind`: that endpoint's provider kind). One kind per field.
    */

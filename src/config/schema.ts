@@ -91,6 +91,14 @@ export const EMBEDDING_INPUTS: Readonly<Record<ProviderKind, 'text' | 'text-or-t
 );
 
 /**
+ * The kinds whose upstreams cache a prompt only where the request marks it (`cache_control`;
+ * a kind's `explicitPromptCaching`): `anthropic`. For the others a priced `cache_read` means
+ * the upstream caches repeated prefixes by itself (`supports_implicit_caching` in
+ * `GET /v1/models/{id}/endpoints`).
+ */
+export const EXPLICIT_PROMPT_CACHING: ReadonlySet<ProviderKind> = new Set(KIND_SCHEMAS.flatMap((k) => ('explicitPromptCaching' in k && k.explicitPromptCaching ? [k.kind] : [])));
+
+/**
  * The most inputs one upstream embeddings call of a kind may carry, where the upstream has a
  * limit (a kind's `embeddingBatchLimit`): Gemini's `batchEmbedContents` refuses more than 100
  * requests. An endpoint's `max_embedding_inputs` is capped at it (and a larger value in the

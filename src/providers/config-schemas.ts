@@ -7,7 +7,7 @@ import { openaiConfigSchema } from './openai/openai-config-schema.js';
 /**
  * Every provider kind's config schema, by kind: one line per kind (the order is the order of
  * the `kind` enum in error messages). src/config/schema.ts assembles the config from it;
- * `registry.ts` must cover the same kinds (its switch is exhaustive over `ProviderKind`).
+ * `registry.ts` must cover the same kinds (its `ADAPTERS` table `satisfies Record<ProviderKind, …>`).
  * Like the files it lists, this file imports only `zod` and src/config/ fragments
  * (eslint.config.js).
  */

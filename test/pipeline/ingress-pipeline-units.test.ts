@@ -82,7 +82,14 @@ describe('lane choice', () => {
 
 describe('ingress registry', () => {
   test('one adapter per path and per API', () => {
-    assert.deepEqual(INGRESS_ADAPTERS.map((a) => [a.path, a.api]), [['/v1/chat/completions', 'chat'], ['/v1/completions', 'completions'], ['/v1/embeddings', 'embeddings'], ['/v1/messages', 'messages'], ['/v1/responses', 'responses']]);
+    // Each API once, each path once (a new API adds its own line to the registry, not to this test).
+    assert.equal(new Set(INGRESS_ADAPTERS.map((a) => a.api)).size, INGRESS_ADAPTERS.length);
+    assert.equal(new Set(INGRESS_ADAPTERS.map((a) => a.path)).size, INGRESS_ADAPTERS.length);
+    const pathOf = new Map(INGRESS_ADAPTERS.map((a) => [a.api, a.path]));
+    assert.deepEqual(
+      (['chat', 'completions', 'embeddings', 'messages', 'responses'] as const).map((api) => pathOf.get(api)),
+      ['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/messages', '/v1/responses'],
+    );
     assert.equal(ingressForPath('/v1/completions')?.api, 'completions');
     // A sub-route answers errors in its API's envelope.
     assert.equal(ingressForPath('/v1/messages/count_tokens')?.api, 'messages');

@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger } from 'fastify';
+import type { LogFn } from 'pino';
 import type { GatewayConfig } from '../../config/schema.js';
 import { adapterFor } from '../../providers/registry.js';
 import type { ProviderAdapter } from '../../providers/types.js';
@@ -13,13 +13,22 @@ import type { GatewayMetrics } from './metrics.js';
 import type { GenerationWriter } from '../../store/generation-writer.js';
 import type { StoredResponseStore } from '../../store/stored-responses.js';
 
+/** What the pipeline logs through: pino's level methods (no Fastify type below server/). */
+export interface GatewayLog {
+  debug: LogFn;
+  info: LogFn;
+  warn: LogFn;
+  error: LogFn;
+}
+
 /** Everything a request needs from the running gateway. `config`/`catalog` change on reload. */
 export interface GatewayRuntime {
   config: Readonly<GatewayConfig>;
   catalog: Catalog;
   pools: UpstreamPools;
   writer: GenerationWriter;
-  log: FastifyBaseLogger;
+  /** The process log (pino's methods; the server passes Fastify's logger). */
+  log: GatewayLog;
   adapters: Map<string, ProviderAdapter>;
   health: HealthRegistry;
   /** Uniform [0, 1) source for routing's weighted choice. */

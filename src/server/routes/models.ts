@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { picoToUsdString, toMicros } from '../../accounting/cost.js';
-import type { ModelConfig } from '../../config/schema.js';
+import { EXPLICIT_PROMPT_CACHING, type ModelConfig } from '../../config/schema.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
 import type { ResolvedEndpoint } from '../../routing/resolved-endpoint.js';
@@ -106,7 +106,7 @@ export function endpointObject(t: ResolvedEndpoint, runtime: GatewayRuntime) {
     context_length: t.contextLength,
     max_completion_tokens: t.endpoint.max_completion_tokens ?? null,
     max_prompt_tokens: null,
-    supports_implicit_caching: t.endpoint.pricing.cache_read !== undefined && t.provider.kind !== 'anthropic',
+    supports_implicit_caching: t.endpoint.pricing.cache_read !== undefined && !EXPLICIT_PROMPT_CACHING.has(t.provider.kind),
     supports_tool_choice: { auto: tools, none: tools, required: tools && params.includes('tool_choice'), function: tools && params.includes('tool_choice') },
     pricing: {
       prompt: perToken(p.prompt),
