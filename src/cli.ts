@@ -14,7 +14,7 @@ import { prestartLocalEngines, retainLocalEngines, withEngineContext, withLocalM
 import { describeMissingModelFile, missingLocalModelFiles } from './providers/local/local-model-files.js';
 import { setLocalEngineLogger, stopLocalEngines } from './providers/local/engine-supervisor.js';
 import { migrate } from './store/migrations.js';
-import { asyncLogDestination } from './util/log-destination.js';
+import { asyncLogDestination, flushLog } from './util/log-destination.js';
 import { RedisConnection } from './redis/redis-connection.js';
 import { RedisKeyChangeNotifier } from './store/key-change-notifier.js';
 import { isWorker, parseWorkers, runPrimary, WORKER_INDEX_ENV, workersProblem } from './serve-workers.js';
@@ -172,6 +172,7 @@ async function serve(flag: string | undefined, workersFlag?: string): Promise<vo
   const store = openDatabase(process.env.OP_DATABASE_URL || DEFAULT_DATABASE_URL);
   await migrateWhenReachable(store.db, store.location);
   const telemetry = await startTelemetry(process.env, loaded.config.telemetry);
+  const logDestination = asyncLogDestination();
   const gateway = buildGateway({
     loaded,
     db: store.db,
@@ -182,7 +183,7 @@ async function serve(flag: string | undefined, workersFlag?: string): Promise<vo
     // With SQLite (one machine), background jobs run in the first worker only; PostgreSQL elects one process per fleet.
     purgeIntervalMs: store.dialect === 'sqlite' && Number(process.env[WORKER_INDEX_ENV] || 0) > 0 ? 0 : undefined,
     // Asynchronous: a slow or full log file never blocks requests, records or shutdown.
-    logger: { level: process.env.OP_LOG_LEVEL || 'info', redact: ['req.headers.authorization', 'headers.authorization'], stream: asyncLogDestination().stream },
+    logger: { level: process.env.OP_LOG_LEVEL || 'info', redact: ['req.headers.authorization', 'headers.authorization'], stream: logDestination.stream },
   });
   if (store.location !== ':memory:') gateway.runtime().writer.watchFile(store.location);
   const log = gateway.app.log;
@@ -227,6 +228,8 @@ async function serve(flag: string | undefined, workersFlag?: string): Promise<vo
       await stopLocalEngines();
       await store.close();
       log.info('stopped');
+      // The last lines reach the log before the exit (bounded: a stuck pipe does not hold it).
+      await flushLog(logDestination.stream);
       process.exit(0);
     } catch (err) {
       log.error({ err }, 'error while stopping');

@@ -77,3 +77,24 @@ function flushBounded(s: SonicBoomBuffers, fd: number, ms: number): void {
     }
   }
 }
+
+/**
+ * Wait until a log destination of {@link asyncLogDestination} has written what it holds, for at
+ * most `ms` (a pipe nobody reads never drains): called before a deliberate `process.exit`, so
+ * the last lines of a clean stop ("draining", "stopped") are not lost while a write is under
+ * way. sonic-boom's own `flush(cb)` calls back at once without a `minLength`, so this waits for
+ * its `drain` (emitted when a write returns with nothing left). Never rejects.
+ */
+export function flushLog(dest: pino.DestinationStream, ms = LOG_EXIT_FLUSH_MS): Promise<void> {
+  const boom = dest as SonicBoomBuffers & { once?: (event: 'drain', cb: () => void) => void; off?: (event: 'drain', cb: () => void) => void };
+  if (!boom._writing || typeof boom.once !== 'function') return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      boom.off?.('drain', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    boom.once!('drain', done);
+  });
+}
