@@ -57,6 +57,12 @@ export interface StreamTransform {
    * reported yet. Kinds whose streams report usage only at the end leave it out.
    */
   usage?(): Usage | null;
+  /**
+   * What the upstream said about the stream beyond the generation (Azure's content-filter
+   * results), read once the stream ended, for the generation record's `detail.provider_metadata`;
+   * null when nothing. Kinds with none leave it out.
+   */
+  providerMetadata?(): Record<string, unknown> | null;
 }
 
 /** Which upstream operation a call performs. */
