@@ -311,11 +311,12 @@ export interface FakeEntra {
  * Start an Entra ID token endpoint over https (`certFile`/`keyFile`: PEM; the client must trust
  * the certificate, e.g. through NODE_EXTRA_CA_CERTS). Serves MSAL's
  * `GET /{tenant}/v2.0/.well-known/openid-configuration` and `POST /{tenant}/oauth2/v2.0/token`
- * (client credentials: `client_id`, `client_secret`, `scope`), issuing `tok-N` tokens that live
- * `expiresIn` seconds; a wrong client or secret gets AADSTS's own 401 `invalid_client` body.
+ * (client credentials: `client_id`, `client_secret`, `scope`), issuing `{prefix}-N` tokens
+ * (default `tok-N`) that live `expiresIn` seconds, written to `tokens` (give the Azure fake's
+ * book to share them); a wrong client or secret gets AADSTS's own 401 `invalid_client` body.
  */
-export async function startFakeEntra(opts: { certFile: string; keyFile: string; tenant: string; clientId: string; clientSecret: string; expiresIn: number }): Promise<FakeEntra> {
-  const tokens: TokenBook = new Map();
+export async function startFakeEntra(opts: { certFile: string; keyFile: string; tenant: string; clientId: string; clientSecret: string; expiresIn: number; tokens?: TokenBook; prefix?: string }): Promise<FakeEntra> {
+  const tokens: TokenBook = opts.tokens ?? new Map();
   const tokenRequests: EntraTokenRequest[] = [];
   let discoveryRequests = 0;
   let serial = 0;
@@ -355,7 +356,7 @@ export async function startFakeEntra(opts: { certFile: string; keyFile: string; 
             correlation_id: '00000000-0000-0000-0000-000000000002',
           });
         }
-        const token = `tok-${++serial}`;
+        const token = `${opts.prefix ?? 'tok'}-${++serial}`;
         tokens.set(token, Date.now() + opts.expiresIn * 1000);
         entry.token = token;
         return send(res, 200, { token_type: 'Bearer', expires_in: opts.expiresIn, ext_expires_in: opts.expiresIn, access_token: token });

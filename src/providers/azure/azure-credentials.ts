@@ -27,7 +27,9 @@ export interface AzureAuth {
   /**
    * The auth header of one call.
    * @throws GatewayError `upstream_auth_failed` when no token can be obtained: the message names
-   *   the credential source and the library's reason, secrets redacted (the attempt fails over).
+   *   the scope, the credential source and the library's reason (secrets redacted, cut to 600
+   *   characters; no provider-id prefix, the id is in `metadata.provider_name`, as for every
+   *   client-safe upstream error); the attempt fails over to the next endpoint.
    */
   headers(): Promise<Record<string, string>>;
 }
@@ -98,7 +100,7 @@ export function createAzureAuth(provider: Pick<ProviderConfig, 'id' | 'api_key'>
         return { authorization: `Bearer ${await token()}` };
       } catch (err) {
         const reason = redactAndTruncate(String((err as Error)?.message ?? err).replace(/\s+/g, ' ').trim(), secrets, MAX_REASON);
-        throw new GatewayError('upstream_auth_failed', `${provider.id}: could not obtain an Entra ID token for scope ${entra.scope} from ${source}: ${reason}`, {
+        throw new GatewayError('upstream_auth_failed', `could not obtain an Entra ID token for scope ${entra.scope} from ${source}: ${reason}`, {
           metadata: { provider_name: provider.id, credential_source: source },
         });
       }
