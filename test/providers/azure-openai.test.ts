@@ -124,6 +124,8 @@ describe('through the gateway: the openai SDK on an azure provider', () => {
     const row = await record(response.headers.get('x-op-generation-id'));
     assert.equal(row.provider, 'az');
     assert.deepEqual(row.detail.provider_metadata, { prompt_filter_results: PROMPT_FILTER_RESULTS, content_filter_results: SAFE_RESULTS });
+    const shown = (await (await fetch(`${gw.baseURL}/generation?id=${row.id}`, { headers: { authorization: `Bearer ${gw.adminKey}` } })).json()) as Json;
+    assert.deepEqual(shown.data.provider_metadata, { prompt_filter_results: PROMPT_FILTER_RESULTS, content_filter_results: SAFE_RESULTS });
   });
 
   test('chat (deployment family): the deployment in the path, api-version 2024-10-21', async () => {
