@@ -292,7 +292,10 @@ export interface EntraTokenRequest {
   clientId: string | null;
   scope: string | null;
   grantType: string | null;
+  /** The client secret matched, or the federated assertion did. */
   secretOk: boolean;
+  /** The request authenticated with the federated token (`client_assertion`, workload identity). */
+  assertion: boolean;
   token: string | null;
 }
 
@@ -313,9 +316,11 @@ export interface FakeEntra {
  * `GET /{tenant}/v2.0/.well-known/openid-configuration` and `POST /{tenant}/oauth2/v2.0/token`
  * (client credentials: `client_id`, `client_secret`, `scope`), issuing `{prefix}-N` tokens
  * (default `tok-N`) that live `expiresIn` seconds, written to `tokens` (give the Azure fake's
- * book to share them); a wrong client or secret gets AADSTS's own 401 `invalid_client` body.
+ * book to share them); a client may authenticate with `client_secret`, or (workload identity)
+ * with `client_assertion` equal to `federatedToken`; a wrong client or secret gets AADSTS's own
+ * 401 `invalid_client` body.
  */
-export async function startFakeEntra(opts: { certFile: string; keyFile: string; tenant: string; clientId: string; clientSecret: string; expiresIn: number; tokens?: TokenBook; prefix?: string }): Promise<FakeEntra> {
+export async function startFakeEntra(opts: { certFile: string; keyFile: string; tenant: string; clientId: string; clientSecret: string; expiresIn: number; tokens?: TokenBook; prefix?: string; federatedToken?: string }): Promise<FakeEntra> {
   const tokens: TokenBook = opts.tokens ?? new Map();
   const tokenRequests: EntraTokenRequest[] = [];
   let discoveryRequests = 0;
@@ -343,8 +348,10 @@ export async function startFakeEntra(opts: { certFile: string; keyFile: string; 
       }
       if (req.method === 'POST' && tail === 'oauth2/v2.0/token') {
         const form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
-        const secretOk = form.get('client_secret') === opts.clientSecret;
-        const entry: EntraTokenRequest = { tenant: tenant ?? '', clientId: form.get('client_id'), scope: form.get('scope'), grantType: form.get('grant_type'), secretOk, token: null };
+        const assertion = form.get('client_assertion');
+        const assertionOk = assertion !== null && opts.federatedToken !== undefined && assertion === opts.federatedToken && form.get('client_assertion_type') === 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
+        const secretOk = form.get('client_secret') === opts.clientSecret || assertionOk;
+        const entry: EntraTokenRequest = { tenant: tenant ?? '', clientId: form.get('client_id'), scope: form.get('scope'), grantType: form.get('grant_type'), secretOk, assertion: assertionOk, token: null };
         tokenRequests.push(entry);
         if (tenant !== opts.tenant || form.get('client_id') !== opts.clientId || !secretOk) {
           return send(res, 401, {
@@ -373,6 +380,44 @@ export async function startFakeEntra(opts: { certFile: string; keyFile: string; 
     get discoveryRequests() {
       return discoveryRequests;
     },
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+export interface FakeManagedIdentity {
+  /** The `IDENTITY_ENDPOINT` (App Service's managed identity endpoint). */
+  url: string;
+  /** Requests: the resource and client id asked for, and whether `X-IDENTITY-HEADER` matched. */
+  requests: Array<{ resource: string | null; clientId: string | null; apiVersion: string | null; headerOk: boolean }>;
+  close(): Promise<void>;
+}
+
+/**
+ * App Service's managed identity endpoint (`IDENTITY_ENDPOINT` + `IDENTITY_HEADER`), http on
+ * 127.0.0.1: `GET ?api-version=2019-08-01&resource=…[&client_id=…]` with `X-IDENTITY-HEADER`,
+ * answering `{access_token, expires_on, resource, token_type}` with `{prefix}-N` tokens written
+ * to `tokens`; a wrong header gets a 400.
+ */
+export async function startFakeManagedIdentity(opts: { header: string; tokens: TokenBook; prefix: string; expiresIn: number }): Promise<FakeManagedIdentity> {
+  const requests: FakeManagedIdentity['requests'] = [];
+  let serial = 0;
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://fake');
+    const headerOk = req.headers['x-identity-header'] === opts.header;
+    requests.push({ resource: url.searchParams.get('resource'), clientId: url.searchParams.get('client_id'), apiVersion: url.searchParams.get('api-version'), headerOk });
+    if (!headerOk) return send(res, 400, { statusCode: 400, message: 'X-IDENTITY-HEADER is missing or wrong' });
+    const token = `${opts.prefix}-${++serial}`;
+    const expiresOn = Date.now() + opts.expiresIn * 1000;
+    opts.tokens.set(token, expiresOn);
+    send(res, 200, { access_token: token, expires_on: String(Math.floor(expiresOn / 1000)), resource: url.searchParams.get('resource'), token_type: 'Bearer', client_id: url.searchParams.get('client_id') ?? 'system-assigned' });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/msi/token`,
+    requests,
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());

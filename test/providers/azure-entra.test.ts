@@ -10,13 +10,13 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AzureOpenAI } from 'openai';
 import { ClientSecretCredential, getBearerTokenProvider } from '@azure/identity';
-import { startFakeAzure, startFakeEntra, type FakeAzure, type FakeEntra } from '../helpers/azure-fake.js';
+import { startFakeAzure, startFakeEntra, startFakeManagedIdentity, type FakeAzure, type FakeEntra, type FakeManagedIdentity } from '../helpers/azure-fake.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { createAzureAuth } from '../../src/providers/azure/azure-credentials.js';
 import { GatewayError } from '../../src/errors/gateway-error.js';
@@ -51,7 +51,7 @@ if (CHILD === undefined) {
       const out = `${child.stdout}\n${child.stderr}`;
       assert.equal(child.status, 0, out);
       assert.match(child.stdout, /^# fail 0$/m, out);
-      assert.match(child.stdout, /^# pass 5$/m, out);
+      assert.match(child.stdout, /^# pass 7$/m, out);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -60,14 +60,21 @@ if (CHILD === undefined) {
   let entra: FakeEntra;
   let shortLived: FakeEntra;
   let az: FakeAzure;
+  let msi: FakeManagedIdentity;
   let gw: TestGateway;
+  const FEDERATED = 'eyJhbGciOiJSUzI1NiJ9.federated-service-account-token.sig';
   const entraBlock = (url: string, secret = SECRET) => ({ credential: 'client_secret', tenant_id: TENANT, client_id: CLIENT, client_secret: secret, authority_host: url, disable_instance_discovery: true });
 
   before(async () => {
     const certs = { certFile: path.join(CHILD, 'cert.pem'), keyFile: path.join(CHILD, 'key.pem'), tenant: TENANT, clientId: CLIENT, clientSecret: SECRET };
     // One book of tokens: the Azure fake accepts what either Entra fake issued, until it expires.
     const tokens = new Map<string, number>();
-    entra = await startFakeEntra({ ...certs, expiresIn: 3600, tokens, prefix: 'tok' });
+    entra = await startFakeEntra({ ...certs, expiresIn: 3600, tokens, prefix: 'tok', federatedToken: FEDERATED });
+    writeFileSync(path.join(CHILD, 'federated-token'), FEDERATED);
+    msi = await startFakeManagedIdentity({ header: 'identity-header-secret', tokens, prefix: 'msi', expiresIn: 3600 });
+    // App Service's managed identity variables, read by @azure/identity when it asks for a token.
+    process.env.IDENTITY_ENDPOINT = msi.url;
+    process.env.IDENTITY_HEADER = 'identity-header-secret';
     // Tokens that live 3 s: every request soon needs a fresh one.
     shortLived = await startFakeEntra({ ...certs, expiresIn: 3, tokens, prefix: 'short' });
     az = await startFakeAzure({ apiKey: KEY, tokens, deployments: ['gpt4o-prod', 'gpt4o-dated'] });
@@ -77,11 +84,15 @@ if (CHILD === undefined) {
         { id: 'az-short', kind: 'azure', base_url: az.url, azure_api: 'deployment', entra: entraBlock(shortLived.url) },
         { id: 'az-bad', kind: 'azure', base_url: az.url, entra: entraBlock(entra.url, 'wrong-secret-value-99') },
         { id: 'az-key', kind: 'azure', base_url: az.url, api_key: KEY },
+        { id: 'az-workload', kind: 'azure', base_url: az.url, entra: { credential: 'workload_identity', tenant_id: TENANT, client_id: CLIENT, federated_token_file: path.join(CHILD, 'federated-token'), authority_host: entra.url, disable_instance_discovery: true } },
+        { id: 'az-msi', kind: 'azure', base_url: az.url, entra: { credential: 'managed_identity', client_id: 'user-assigned-id' } },
       ],
       models: [
         { id: 'az/entra', context_length: 8192, endpoints: [{ provider: 'az-entra', upstream_model: 'gpt4o-prod' }] },
         { id: 'az/short', context_length: 8192, endpoints: [{ provider: 'az-short', upstream_model: 'gpt4o-dated' }] },
         { id: 'az/bad', context_length: 8192, endpoints: [{ provider: 'az-bad', upstream_model: 'gpt4o-prod' }] },
+        { id: 'az/workload', context_length: 8192, endpoints: [{ provider: 'az-workload', upstream_model: 'gpt4o-prod' }] },
+        { id: 'az/msi', context_length: 8192, endpoints: [{ provider: 'az-msi', upstream_model: 'gpt4o-prod' }] },
         { id: 'az/bad-then-key', context_length: 8192, endpoints: [{ provider: 'az-bad', upstream_model: 'gpt4o-prod' }, { provider: 'az-key', upstream_model: 'gpt4o-dated' }] },
       ],
     });
@@ -89,7 +100,7 @@ if (CHILD === undefined) {
 
   after(async () => {
     await gw?.close();
-    await Promise.all([az?.close(), entra?.close(), shortLived?.close()]);
+    await Promise.all([az?.close(), entra?.close(), shortLived?.close(), msi?.close()]);
   });
 
   const chat = async (model: string, extra: Json = {}) => {
@@ -110,7 +121,7 @@ if (CHILD === undefined) {
       assert.deepEqual(first, second);
       assert.match(first.authorization!, /^Bearer tok-\d+$/);
       assert.equal(entra.tokenRequests.length - before, 1);
-      assert.deepEqual(entra.tokenRequests.at(-1), { tenant: TENANT, clientId: CLIENT, scope: SCOPE, grantType: 'client_credentials', secretOk: true, token: first.authorization!.slice('Bearer '.length) });
+      assert.deepEqual(entra.tokenRequests.at(-1), { tenant: TENANT, clientId: CLIENT, scope: SCOPE, grantType: 'client_credentials', secretOk: true, assertion: false, token: first.authorization!.slice('Bearer '.length) });
       assert.equal(auth.source, `entra client_secret (tenant ${TENANT}, client ${CLIENT})`);
     });
 
@@ -164,6 +175,26 @@ if (CHILD === undefined) {
       // Direct: the thrown error is a GatewayError with the source in metadata.
       const auth = createAzureAuth({ id: 'unit-bad', api_key: undefined, entra: { ...entraBlock(entra.url, 'wrong-secret-value-99'), credential: 'client_secret', scope: SCOPE } });
       await assert.rejects(auth.headers(), (err: unknown) => err instanceof GatewayError && err.code === 'upstream_auth_failed' && err.metadata?.credential_source === `entra client_secret (tenant ${TENANT}, client ${CLIENT})` && !err.message.includes('wrong-secret-value-99'));
+    });
+
+    test('workload identity: the federated token file is sent as the client assertion; the bearer reaches the upstream', async () => {
+      const r = await chat('az/workload');
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.equal(r.body.choices[0].message.content, 'Hello from gpt4o-prod');
+      const grant = entra.tokenRequests.find((t) => t.assertion);
+      assert.ok(grant, 'a token request with the federated assertion');
+      assert.deepEqual([grant.tenant, grant.clientId, grant.scope, grant.grantType], [TENANT, CLIENT, SCOPE, 'client_credentials']);
+      assert.equal(az.requests.at(-1)!.headers.authorization, `Bearer ${grant.token}`);
+    });
+
+    test('managed identity (App Service endpoint): the user-assigned client id and the resource asked, the bearer reaches the upstream', async () => {
+      const r = await chat('az/msi');
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.equal(msi.requests.length, 1);
+      assert.deepEqual(msi.requests[0], { resource: 'https://cognitiveservices.azure.com', clientId: 'user-assigned-id', apiVersion: '2019-08-01', headerOk: true });
+      assert.equal(az.requests.at(-1)!.headers.authorization, 'Bearer msi-1');
+      await chat('az/msi');
+      assert.equal(msi.requests.length, 1, 'the token is cached');
     });
 
     test('openai\'s AzureOpenAI with an Entra token provider passes the same fake', async () => {
