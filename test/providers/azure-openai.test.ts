@@ -2,13 +2,14 @@
  * Provider kind `azure` with an API key, against the fake Azure OpenAI resource
  * (test/helpers/azure-fake.ts): openai's own `AzureOpenAI` client cross-checks the fake; through
  * the gateway the openai SDK's chat, stream and tools, Responses, legacy completions and
- * embeddings reach both URL families with the `api-key` header, the deployment and the
+ * embeddings, and the Anthropic SDK's Messages (translated), reach both URL families with the `api-key` header, the deployment and the
  * api-version; Azure's content-filter annotations never reach the client and are kept in the
  * record; a blocked prompt is `content_filtered`; a 429 cools the endpoint for `retry-after-ms`.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI, { AzureOpenAI } from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
 import { startFakeAzure, BLOCKED_PROMPT_BODY, PROMPT_FILTER_RESULTS, SAFE_RESULTS, VIOLENCE_FILTERED, type FakeAzure } from '../helpers/azure-fake.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { sseJsonEvents } from '../helpers/sse.js';
@@ -204,6 +205,17 @@ describe('through the gateway: the openai SDK on an azure provider', () => {
     const done = await client.completions.create({ model: 'az/instruct', prompt: 'Say', max_tokens: 5 });
     assert.equal(done.choices[0]!.text, ' completed by instruct');
     assert.deepEqual([lastRequest().path, lastRequest().body?.prompt, lastRequest().body?.max_tokens], ['/openai/deployments/instruct/completions', 'Say', 5]);
+  });
+});
+
+describe('through the gateway: the Anthropic SDK on /v1/messages, translated to an azure endpoint', () => {
+  test('text and stop reasons: end_turn, and refusal for an answer the filter cut', async () => {
+    const anthropic = new Anthropic({ baseURL: gw.origin, apiKey: gw.adminKey, maxRetries: 0 });
+    const msg = await anthropic.messages.create({ model: 'az/gpt-4o', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] });
+    assert.deepEqual([msg.content[0]?.type === 'text' && msg.content[0].text, msg.stop_reason], ['Hello from gpt4o-prod', 'end_turn']);
+    assert.deepEqual([lastRequest().path, lastRequest().body?.model, lastRequest().body?.max_completion_tokens], ['/openai/v1/chat/completions', 'gpt4o-prod', 64]);
+    const cut = await anthropic.messages.create({ model: 'az/gpt-4o', max_tokens: 64, messages: [{ role: 'user', content: 'BLOCK-OUTPUT please' }] });
+    assert.equal(cut.stop_reason, 'refusal');
   });
 });
 
