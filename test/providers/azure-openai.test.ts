@@ -301,6 +301,10 @@ describe('azure config', () => {
     const parsed = parseConfig(provider({ entra: {} }), 'test');
     assert.deepEqual(parsed.providers[0]!.entra, { credential: 'default', scope: 'https://cognitiveservices.azure.com/.default' });
     assert.match(issues({ ...provider({}), providers: [{ id: 'az', kind: 'azure' }] }), /base_url/);
+    // Without secrets (key commands), an entra block's unset variables are not read.
+    const entraFromEnv = provider({ entra: { credential: 'client_secret', tenant_id: '${AZ_T}', client_id: '${AZ_C}', client_secret: '${AZ_S}' } });
+    assert.match(issues(entraFromEnv), /environment variable AZ_S is not set/);
+    assert.equal(parseConfig(entraFromEnv, 'test', {}, { secrets: false }).providers[0]!.entra, undefined);
     assert.match(issues({ ...provider({}), models: [{ id: 'a/m', context_length: 1000, endpoints: [{ provider: 'az', upstream_model: 'dep', azure_deployment: 'has space' }] }] }), /azure_deployment: must be an Azure deployment name/);
   });
 });
