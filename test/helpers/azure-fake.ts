@@ -21,6 +21,7 @@
  *   with the violence verdict filtered. A deployment named `throttled` always answers 429 with
  *   `retry-after-ms: 7000` and `retry-after: 7`.
  */
+import { constants, createPublicKey, verify } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -286,6 +287,22 @@ function sse(res: http.ServerResponse, events: Json[], done: boolean): void {
   res.end();
 }
 
+/** Whether a client-assertion JWT is signed by `key` and names `clientId`, the token endpoint and a future `exp`. */
+function signedAssertionOk(jwt: string, key: ReturnType<typeof createPublicKey>, clientId: string): boolean {
+  const [h, p, sig] = jwt.split('.');
+  if (!h || !p || !sig) return false;
+  try {
+    const header = JSON.parse(Buffer.from(h, 'base64url').toString('utf8')) as Json;
+    const claims = JSON.parse(Buffer.from(p, 'base64url').toString('utf8')) as Json;
+    const padding = header.alg === 'PS256' ? constants.RSA_PKCS1_PSS_PADDING : header.alg === 'RS256' ? constants.RSA_PKCS1_PADDING : undefined;
+    if (padding === undefined) return false;
+    const signed = verify('sha256', Buffer.from(`${h}.${p}`), { key, padding, saltLength: 32 }, Buffer.from(sig, 'base64url'));
+    return signed && claims.iss === clientId && claims.sub === clientId && String(claims.aud).includes('/oauth2/v2.0/token') && Number(claims.exp) * 1000 > Date.now();
+  } catch {
+    return false;
+  }
+}
+
 /** One token request the Entra fake received (form fields; the secret replaced by whether it matched). */
 export interface EntraTokenRequest {
   tenant: string;
@@ -296,6 +313,8 @@ export interface EntraTokenRequest {
   secretOk: boolean;
   /** The request authenticated with the federated token (`client_assertion`, workload identity). */
   assertion: boolean;
+  /** The request authenticated with a client assertion signed by the registered certificate's key. */
+  certificate: boolean;
   token: string | null;
 }
 
@@ -317,10 +336,13 @@ export interface FakeEntra {
  * (client credentials: `client_id`, `client_secret`, `scope`), issuing `{prefix}-N` tokens
  * (default `tok-N`) that live `expiresIn` seconds, written to `tokens` (give the Azure fake's
  * book to share them); a client may authenticate with `client_secret`, or (workload identity)
- * with `client_assertion` equal to `federatedToken`; a wrong client or secret gets AADSTS's own
+ * with `client_assertion` equal to `federatedToken`, or (certificate credentials) with a
+ * `client_assertion` JWT signed by the key of `clientCertFile`'s certificate (RS256 or PS256,
+ * `iss` = `sub` = the client id, an `aud` at the token endpoint, not expired); a wrong client or secret gets AADSTS's own
  * 401 `invalid_client` body.
  */
-export async function startFakeEntra(opts: { certFile: string; keyFile: string; tenant: string; clientId: string; clientSecret: string; expiresIn: number; tokens?: TokenBook; prefix?: string; federatedToken?: string }): Promise<FakeEntra> {
+export async function startFakeEntra(opts: { certFile: string; keyFile: string; tenant: string; clientId: string; clientSecret: string; expiresIn: number; tokens?: TokenBook; prefix?: string; federatedToken?: string; clientCertFile?: string }): Promise<FakeEntra> {
+  const clientKey = opts.clientCertFile !== undefined ? createPublicKey(readFileSync(opts.clientCertFile)) : undefined;
   const tokens: TokenBook = opts.tokens ?? new Map();
   const tokenRequests: EntraTokenRequest[] = [];
   let discoveryRequests = 0;
@@ -350,8 +372,9 @@ export async function startFakeEntra(opts: { certFile: string; keyFile: string; 
         const form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
         const assertion = form.get('client_assertion');
         const assertionOk = assertion !== null && opts.federatedToken !== undefined && assertion === opts.federatedToken && form.get('client_assertion_type') === 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
-        const secretOk = form.get('client_secret') === opts.clientSecret || assertionOk;
-        const entry: EntraTokenRequest = { tenant: tenant ?? '', clientId: form.get('client_id'), scope: form.get('scope'), grantType: form.get('grant_type'), secretOk, assertion: assertionOk, token: null };
+        const certificate = !assertionOk && assertion !== null && clientKey !== undefined && signedAssertionOk(assertion, clientKey, opts.clientId);
+        const secretOk = form.get('client_secret') === opts.clientSecret || assertionOk || certificate;
+        const entry: EntraTokenRequest = { tenant: tenant ?? '', clientId: form.get('client_id'), scope: form.get('scope'), grantType: form.get('grant_type'), secretOk, assertion: assertionOk, certificate, token: null };
         tokenRequests.push(entry);
         if (tenant !== opts.tenant || form.get('client_id') !== opts.clientId || !secretOk) {
           return send(res, 401, {

@@ -10,7 +10,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -51,7 +51,7 @@ if (CHILD === undefined) {
       const out = `${child.stdout}\n${child.stderr}`;
       assert.equal(child.status, 0, out);
       assert.match(child.stdout, /^# fail 0$/m, out);
-      assert.match(child.stdout, /^# pass 7$/m, out);
+      assert.match(child.stdout, /^# pass 8$/m, out);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -69,7 +69,9 @@ if (CHILD === undefined) {
     const certs = { certFile: path.join(CHILD, 'cert.pem'), keyFile: path.join(CHILD, 'key.pem'), tenant: TENANT, clientId: CLIENT, clientSecret: SECRET };
     // One book of tokens: the Azure fake accepts what either Entra fake issued, until it expires.
     const tokens = new Map<string, number>();
-    entra = await startFakeEntra({ ...certs, expiresIn: 3600, tokens, prefix: 'tok', federatedToken: FEDERATED });
+    entra = await startFakeEntra({ ...certs, expiresIn: 3600, tokens, prefix: 'tok', federatedToken: FEDERATED, clientCertFile: path.join(CHILD, 'cert.pem') });
+    // The app's certificate credential: the same key pair, as one PEM (key and certificate).
+    writeFileSync(path.join(CHILD, 'client.pem'), readFileSync(path.join(CHILD, 'key.pem'), 'utf8') + readFileSync(path.join(CHILD, 'cert.pem'), 'utf8'));
     writeFileSync(path.join(CHILD, 'federated-token'), FEDERATED);
     msi = await startFakeManagedIdentity({ header: 'identity-header-secret', tokens, prefix: 'msi', expiresIn: 3600 });
     // App Service's managed identity variables, read by @azure/identity when it asks for a token.
@@ -85,6 +87,7 @@ if (CHILD === undefined) {
         { id: 'az-bad', kind: 'azure', base_url: az.url, entra: entraBlock(entra.url, 'wrong-secret-value-99') },
         { id: 'az-key', kind: 'azure', base_url: az.url, api_key: KEY },
         { id: 'az-workload', kind: 'azure', base_url: az.url, entra: { credential: 'workload_identity', tenant_id: TENANT, client_id: CLIENT, federated_token_file: path.join(CHILD, 'federated-token'), authority_host: entra.url, disable_instance_discovery: true } },
+        { id: 'az-cert', kind: 'azure', base_url: az.url, entra: { credential: 'certificate', tenant_id: TENANT, client_id: CLIENT, certificate_path: path.join(CHILD, 'client.pem'), authority_host: entra.url, disable_instance_discovery: true } },
         { id: 'az-msi', kind: 'azure', base_url: az.url, entra: { credential: 'managed_identity', client_id: 'user-assigned-id' } },
       ],
       models: [
@@ -92,6 +95,7 @@ if (CHILD === undefined) {
         { id: 'az/short', context_length: 8192, endpoints: [{ provider: 'az-short', upstream_model: 'gpt4o-dated' }] },
         { id: 'az/bad', context_length: 8192, endpoints: [{ provider: 'az-bad', upstream_model: 'gpt4o-prod' }] },
         { id: 'az/workload', context_length: 8192, endpoints: [{ provider: 'az-workload', upstream_model: 'gpt4o-prod' }] },
+        { id: 'az/cert', context_length: 8192, endpoints: [{ provider: 'az-cert', upstream_model: 'gpt4o-prod' }] },
         { id: 'az/msi', context_length: 8192, endpoints: [{ provider: 'az-msi', upstream_model: 'gpt4o-prod' }] },
         { id: 'az/bad-then-key', context_length: 8192, endpoints: [{ provider: 'az-bad', upstream_model: 'gpt4o-prod' }, { provider: 'az-key', upstream_model: 'gpt4o-dated' }] },
       ],
@@ -121,7 +125,7 @@ if (CHILD === undefined) {
       assert.deepEqual(first, second);
       assert.match(first.authorization!, /^Bearer tok-\d+$/);
       assert.equal(entra.tokenRequests.length - before, 1);
-      assert.deepEqual(entra.tokenRequests.at(-1), { tenant: TENANT, clientId: CLIENT, scope: SCOPE, grantType: 'client_credentials', secretOk: true, assertion: false, token: first.authorization!.slice('Bearer '.length) });
+      assert.deepEqual(entra.tokenRequests.at(-1), { tenant: TENANT, clientId: CLIENT, scope: SCOPE, grantType: 'client_credentials', secretOk: true, assertion: false, certificate: false, token: first.authorization!.slice('Bearer '.length) });
       assert.equal(auth.source, `entra client_secret (tenant ${TENANT}, client ${CLIENT})`);
     });
 
@@ -184,6 +188,15 @@ if (CHILD === undefined) {
       const grant = entra.tokenRequests.find((t) => t.assertion);
       assert.ok(grant, 'a token request with the federated assertion');
       assert.deepEqual([grant.tenant, grant.clientId, grant.scope, grant.grantType], [TENANT, CLIENT, SCOPE, 'client_credentials']);
+      assert.equal(az.requests.at(-1)!.headers.authorization, `Bearer ${grant.token}`);
+    });
+
+    test('certificate: a client assertion signed with the certificate\'s key (checked by the fake against the certificate); the bearer reaches the upstream', async () => {
+      const r = await chat('az/cert');
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      const grant = entra.tokenRequests.find((t) => t.certificate);
+      assert.ok(grant, 'a token request with a certificate-signed assertion');
+      assert.deepEqual([grant.clientId, grant.scope, grant.secretOk], [CLIENT, SCOPE, true]);
       assert.equal(az.requests.at(-1)!.headers.authorization, `Bearer ${grant.token}`);
     });
 
