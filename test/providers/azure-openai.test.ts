@@ -260,13 +260,15 @@ describe('Azure\'s content filter and rate limits', () => {
     assert.deepEqual(row.detail.attempts.map((a: Json) => [a.endpoint, a.status, a.error_code]), [['az/throttled', 429, 'upstream_rate_limited'], ['az-dated/gpt4o-dated', 200, null]]);
   });
 
-  test('the wait of a 429: retry-after-ms first (ms rounded up), then retry-after, then the message', () => {
+  test('the wait of a 429: retry-after-ms first (ms rounded up), then retry-after, then the message; the Responses API\'s blocked prompt (content_filters)', () => {
     assert.equal(azureRetryAfterSeconds({ 'retry-after-ms': '7001', 'retry-after': '2' }, ''), 8);
     assert.equal(azureRetryAfterSeconds({ 'retry-after': '3' }, 'Please retry after 37 seconds.'), 3);
     assert.equal(azureRetryAfterSeconds({}, 'Please retry after 37 seconds.'), 37);
     assert.equal(azureRetryAfterSeconds({}, 'slow down'), undefined);
     const err = parseAzureErrorResponse('az', 429, { 'retry-after-ms': '1500' }, '{"error":{"code":"429","message":"Rate limit is exceeded."}}');
     assert.deepEqual([err.code, err.retryAfterSeconds, err.status], ['upstream_rate_limited', 2, 429]);
+    const responsesBlock = parseAzureErrorResponse('az', 400, {}, JSON.stringify({ error: { code: 'content_filter', message: 'The prompt was filtered.', param: null, content_filters: [{ blocked: true, source_type: 'prompt', content_filter_results: { hate: { filtered: true, severity: 'high' } } }] } }));
+    assert.deepEqual([responsesBlock.code, responsesBlock.status, responsesBlock.param, responsesBlock.metadata?.provider_metadata], ['content_filtered', 400, 'messages', { content_filters: [{ blocked: true, source_type: 'prompt', content_filter_results: { hate: { filtered: true, severity: 'high' } } }] }]);
     const plain = parseAzureErrorResponse('az', 400, {}, '{"error":{"code":"BadRequest","message":"bad","param":"messages"}}');
     assert.deepEqual([plain.code, plain.param], ['upstream_bad_request', 'messages']);
   });
