@@ -307,6 +307,7 @@ describe('azure config', () => {
     const entraFromEnv = provider({ entra: { credential: 'client_secret', tenant_id: '${AZ_T}', client_id: '${AZ_C}', client_secret: '${AZ_S}' } });
     assert.match(issues(entraFromEnv), /environment variable AZ_S is not set/);
     assert.equal(parseConfig(entraFromEnv, 'test', {}, { secrets: false }).providers[0]!.entra, undefined);
+    assert.match(issues({ ...provider({}), models: [{ id: 'a/m', context_length: 1000, endpoints: [{ provider: 'az', upstream_model: 'dep', supports_responses: true }] }] }), /"azure" endpoints serve \/v1\/responses natively without it/);
     assert.match(issues({ ...provider({}), models: [{ id: 'a/m', context_length: 1000, endpoints: [{ provider: 'az', upstream_model: 'dep', azure_deployment: 'has space' }] }] }), /azure_deployment: must be an Azure deployment name/);
   });
 });
