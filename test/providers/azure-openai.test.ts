@@ -260,6 +260,33 @@ describe('Azure\'s content filter and rate limits', () => {
     assert.deepEqual(row.detail.attempts.map((a: Json) => [a.endpoint, a.status, a.error_code]), [['az/throttled', 429, 'upstream_rate_limited'], ['az-dated/gpt4o-dated', 200, null]]);
   });
 
+  test('the 429\'s retry-after-ms cools the endpoint: the next request goes straight to the other one', async () => {
+    const cooled = await startGateway({
+      routing: { circuit_breaker: { failure_threshold: 1000 }, retry_after_cap_ms: 60_000, recent_failure_ms: 0 },
+      providers: [{ id: 'az', kind: 'azure', base_url: az.url, api_key: KEY }, { id: 'az-dated', kind: 'azure', base_url: az.url, api_key: KEY, azure_api: 'deployment' }],
+      models: [{ id: 'az/fallback', context_length: 8192, endpoints: [{ provider: 'az', upstream_model: 'throttled' }, { provider: 'az-dated', upstream_model: 'gpt4o-dated' }] }],
+    });
+    try {
+      const post = async () => {
+        const res = await fetch(`${cooled.baseURL}/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${cooled.adminKey}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'az/fallback', messages: [{ role: 'user', content: 'hi' }], provider: { order: ['az', 'az-dated'] } }),
+        });
+        assert.equal(res.status, 200);
+        await cooled.flush();
+        const row = await cooled.store.db.selectFrom('generations').select('detail').where('id', '=', res.headers.get('x-op-generation-id')!).executeTakeFirstOrThrow();
+        return ((JSON.parse(row.detail) as Json).attempts as Json[]).map((a) => [a.endpoint, a.status]);
+      };
+      assert.deepEqual(await post(), [['az/throttled', 429], ['az-dated/gpt4o-dated', 200]]);
+      const throttledCalls = az.requests.filter((r) => r.body?.model === 'throttled').length;
+      assert.deepEqual(await post(), [['az-dated/gpt4o-dated', 200]]);
+      assert.equal(az.requests.filter((r) => r.body?.model === 'throttled').length, throttledCalls, 'the cooled endpoint was not called');
+    } finally {
+      await cooled.close();
+    }
+  });
+
   test('the wait of a 429: retry-after-ms first (ms rounded up), then retry-after, then the message; the Responses API\'s blocked prompt (content_filters)', () => {
     assert.equal(azureRetryAfterSeconds({ 'retry-after-ms': '7001', 'retry-after': '2' }, ''), 8);
     assert.equal(azureRetryAfterSeconds({ 'retry-after': '3' }, 'Please retry after 37 seconds.'), 3);
