@@ -232,19 +232,19 @@ function deepFreeze<T>(value: T): T {
 /** Options of {@link parseConfig} and {@link loadConfig}. */
 export interface ParseOptions {
   /**
-   * false: the providers' secrets (`api_key`, `headers`) are not read, so variables they name
+   * false: the providers' secrets (`api_key`, `headers`, kind `azure`'s `entra` credentials) are not read, so variables they name
    * need not be set. For commands that only need the catalog (`keys create --models`); such a
    * config has no credentials and must not serve.
    */
   secrets?: boolean;
 }
 
-/** Drop the providers' `api_key` and `headers` before substitution (see {@link ParseOptions.secrets}). */
+/** Drop the providers' `api_key`, `headers` and `entra` before substitution (see {@link ParseOptions.secrets}). */
 function withoutSecrets(raw: unknown): unknown {
   if (raw === null || typeof raw !== 'object' || !Array.isArray((raw as Loose).providers)) return raw;
   const providers = ((raw as Loose).providers as unknown[]).map((p) => {
     if (p === null || typeof p !== 'object') return p;
-    const { api_key: _k, headers: _h, ...rest } = p as Loose;
+    const { api_key: _k, headers: _h, entra: _e, ...rest } = p as Loose;
     return rest;
   });
   return { ...(raw as Loose), providers };

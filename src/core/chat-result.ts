@@ -14,4 +14,10 @@ export interface ChatResult {
   systemFingerprint?: string | null;
   /** The upstream's log probabilities (OpenAI's choice `logprobs`), relayed as sent; absent when none. */
   logprobs?: Record<string, unknown> | null;
+  /**
+   * What the upstream said about the answer beyond the generation, kept in the generation record
+   * (`detail.provider_metadata`), never shown to the client: e.g. Azure's `prompt_filter_results`
+   * and `content_filter_results`. Absent when there is none.
+   */
+  providerMetadata?: Record<string, unknown>;
 }

@@ -138,9 +138,13 @@ export const ERROR_CATALOG = define({
     status: 400, kind: 'terminal', scope: 'provider', type: 'invalid_request_error',
     description: 'The upstream refused the request as invalid (its own 4xx); the upstream message and status are passed on.',
   },
+  content_filtered: {
+    status: 400, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
+    description: 'The upstream\'s content filter blocked the prompt (Azure OpenAI\'s 400 `code: content_filter`); `param` is the upstream\'s (`prompt`) or `messages`, and `metadata.provider_metadata.content_filter_result` holds the filter\'s verdict per category (also kept in the record). Not retried: another endpoint of the model would block it too. A filtered answer is not this error: it finishes with `finish_reason: "content_filter"`.',
+  },
   upstream_auth_failed: {
     status: 502, kind: 'terminal', scope: 'provider', type: 'server_error',
-    description: 'The upstream rejected the gateway\'s provider credentials (401/403): fix `api_key` for that provider.',
+    description: 'The upstream rejected the gateway\'s provider credentials (401/403), or the provider\'s token could not be obtained (an `azure` provider\'s Entra ID credential: the message names the credential source and why): fix `api_key` or the credential settings for that provider. Other endpoints of the model are still tried.',
   },
   provider_misconfigured: {
     status: 502, kind: 'terminal', scope: 'provider', type: 'server_error',

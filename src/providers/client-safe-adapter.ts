@@ -38,6 +38,7 @@ export function withClientSafeErrors(adapter: ProviderAdapter, provider: Provide
       if (inner.ended) outer.ended = inner.ended.bind(inner);
       if (inner.warnings) outer.warnings = inner.warnings.bind(inner);
       if (inner.usage) outer.usage = inner.usage.bind(inner);
+      if (inner.providerMetadata) outer.providerMetadata = inner.providerMetadata.bind(inner);
       return outer;
     },
     parseErrorResponse: (status, headers, bodyText) => clientSafeUpstreamError(adapter.parseErrorResponse(status, headers, bodyText), ref),

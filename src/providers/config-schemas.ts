@@ -1,5 +1,6 @@
 import { providerKindSchemas } from '../config/provider-kind-schema.js';
 import { anthropicConfigSchema } from './anthropic/anthropic-config-schema.js';
+import { azureConfigSchema } from './azure/azure-config-schema.js';
 import { geminiConfigSchema } from './gemini/gemini-config-schema.js';
 import { localConfigSchema } from './local/local-config-schema.js';
 import { openaiConfigSchema } from './openai/openai-config-schema.js';
@@ -16,4 +17,5 @@ export const PROVIDER_CONFIG_SCHEMAS = providerKindSchemas({
   anthropic: anthropicConfigSchema,
   gemini: geminiConfigSchema,
   local: localConfigSchema,
+  azure: azureConfigSchema,
 });

@@ -1,5 +1,6 @@
 import type { ProviderConfig, ProviderKind } from '../config/schema.js';
 import { createAnthropicAdapter } from './anthropic/anthropic-adapter.js';
+import { createAzureAdapter } from './azure/azure-adapter.js';
 import { createGeminiAdapter } from './gemini/gemini-adapter.js';
 import { createLocalAdapter } from './local/local-adapter.js';
 import { createOpenAIAdapter } from './openai/openai-adapter.js';
@@ -17,6 +18,7 @@ const ADAPTERS = {
   anthropic: createAnthropicAdapter,
   gemini: createGeminiAdapter,
   local: createLocalAdapter,
+  azure: (provider) => createAzureAdapter(provider),
 } as const satisfies Record<ProviderKind, (provider: ProviderConfig) => ProviderAdapter>;
 
 /** The adapter for a provider, by kind, with client-safe errors (secrets redacted, see client-safe-adapter.ts). */

@@ -57,6 +57,12 @@ export interface StreamTransform {
    * reported yet. Kinds whose streams report usage only at the end leave it out.
    */
   usage?(): Usage | null;
+  /**
+   * What the upstream said about the stream beyond the generation (Azure's content-filter
+   * results), read once the stream ended, for the generation record's `detail.provider_metadata`;
+   * null when nothing. Kinds with none leave it out.
+   */
+  providerMetadata?(): Record<string, unknown> | null;
 }
 
 /** Which upstream operation a call performs. */
@@ -102,8 +108,11 @@ export interface NativeLane<Req = unknown> {
 export type NativeLanes = Partial<Record<ClientApi, NativeLane>>;
 
 /**
- * What a provider kind must implement. Adapters are stateless: pure conversions at the edge
- * between the OpenAI chat format and the provider's wire format.
+ * What a provider kind must implement: pure conversions at the edge between the OpenAI chat
+ * format and the provider's wire format. The one state an adapter may hold is a credential
+ * (kind `azure`'s Entra ID token source, azure/azure-credentials.ts): the adapter factory runs
+ * once per provider id (pipeline/state/runtime.ts `runtimeAdapter`), so its token cache lives as
+ * long as the provider, and the build-call functions await it (async).
  */
 export interface ProviderAdapter {
   /**

@@ -81,6 +81,8 @@ export interface GenerationRecord {
   readonly dropped: readonly string[];
   readonly routingReason: string | null;
   readonly warnings: readonly string[];
+  /** What the upstream said beyond the generation (Azure's content-filter results), or null. */
+  readonly providerMetadata: Readonly<Record<string, unknown>> | null;
   readonly cacheHit: boolean;
   readonly tags: readonly string[];
   readonly session: string | null;
@@ -99,11 +101,13 @@ export interface GenerationRecord {
  * the upstream's status, code, type and param (no text of the request); the upstream's message
  * too with `keepUpstreamErrorMessage` (`records.keep_upstream_error_message`), whatever the
  * retention. `detail` is JSON of `attempts`, `routing_reason`, `dropped_parameters`, `warnings`,
- * then `cache_hit: true` on a cache hit and `error` on a failure, in that order.
+ * then `provider_metadata` when the upstream gave some (Azure's content-filter results),
+ * `cache_hit: true` on a cache hit and `error` on a failure, in that order.
  */
 export function generationRow(record: GenerationRecord, keepUpstreamErrorMessage: boolean): GenerationsTable {
   const u = record.usage;
   const detail: Record<string, unknown> = { attempts: record.attempts, routing_reason: record.routingReason, dropped_parameters: record.dropped, warnings: record.warnings };
+  if (record.providerMetadata !== null) detail.provider_metadata = record.providerMetadata;
   if (record.cacheHit) detail.cache_hit = true;
   if (record.errorCode !== null && record.status === 'error') detail.error = recordedError(record, keepUpstreamErrorMessage);
   return {

@@ -42,6 +42,7 @@ function failedRecord(retention: 'none' | number, over: Partial<GenerationRecord
     dropped: ['seed'],
     routingReason: 'provider.order',
     warnings: ['w1'],
+    providerMetadata: null,
     cacheHit: true,
     tags: ['t1', 'preset:x'],
     session: 'sess',
@@ -141,6 +142,21 @@ describe('generationRow', () => {
     assert.deepEqual(generationRow(d, false), fresh);
     d.cancel();
     assert.deepEqual(generationRow(d, true), { ...fresh, status: 'cancelled', error_code: 'client_closed_request', http_status: 499, cancelled: 1 });
+  });
+
+  test('provider metadata goes in detail.provider_metadata, after warnings and before cache_hit and error', () => {
+    const meta = { content_filter_results: { hate: { filtered: false, severity: 'safe' } } };
+    const row = generationRow(failedRecord(30, { providerMetadata: meta }), false);
+    assert.deepEqual(Object.keys(JSON.parse(row.detail) as object), ['attempts', 'routing_reason', 'dropped_parameters', 'warnings', 'provider_metadata', 'cache_hit', 'error']);
+    assert.deepEqual((JSON.parse(row.detail) as { provider_metadata: unknown }).provider_metadata, meta);
+  });
+
+  test('draft.fail keeps a failure\'s metadata.provider_metadata (a blocked prompt\'s filter verdict) as the record\'s provider metadata', () => {
+    const d = new GenerationDraft('gen_3', 'req_3', null, 'chat', false, 'b/model');
+    const verdict = { content_filter_result: { jailbreak: { filtered: true, detected: true } } };
+    d.fail(new GatewayError('content_filtered', 'filtered', { param: 'prompt', metadata: { provider_name: 'az', provider_metadata: verdict } }));
+    assert.deepEqual(d.providerMetadata, verdict);
+    assert.deepEqual((JSON.parse(generationRow(d, false).detail) as { provider_metadata: unknown }).provider_metadata, verdict);
   });
 
   test('a failed GenerationDraft (draft.fail) gives the same row as the record of the same fields', () => {

@@ -53,6 +53,7 @@ export async function completeAttempt(a: Attempt, ingress: GenerationIngress, ca
       throw new GatewayError('upstream_invalid_response', `response body is not JSON`, { metadata: { provider_name: target.provider.id } });
     }
     const result = adapter.parseResult(json, a.lane.operation);
+    if (result.providerMetadata) draft.providerMetadata = result.providerMetadata;
     const acc = OutputAccumulator.fromResult(result);
     const costUsd = meterAttempt(draft, target, acc, a.prompt);
     keepContent(draft, input, acc);
@@ -271,6 +272,8 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
       if (!state.clientGone.aborted) for (const part of transform.flush()) await relay.emit(part);
       const oddities = transform.warnings?.() ?? [];
       if (oddities.length > 0) draft.warnings = [...draft.warnings, ...oddities];
+      const meta = transform.providerMetadata?.();
+      if (meta) draft.providerMetadata = meta;
     }
     if (state.clientGone.aborted) throw clientClosed();
     if (!state.outputStarted) await relay.startOutput();

@@ -41,6 +41,11 @@ export class GenerationDraft implements GenerationRecord {
   routingReason: string | null = null;
   /** Conversion adjustments of the attempt that answered (clamped values …). */
   warnings: string[] = [];
+  /**
+   * What the upstream said beyond the generation (Azure's content-filter results): from the
+   * answering attempt's result or stream, or a failure's `metadata.provider_metadata`.
+   */
+  providerMetadata: Record<string, unknown> | null = null;
   /** Request and output text, kept only when retention allows. */
   content: { request: unknown; output: unknown } | null = null;
   /** Answered from the response cache (cost 0). */
@@ -85,8 +90,10 @@ export class GenerationDraft implements GenerationRecord {
     if (this.ttftMs === null) this.ttftMs = this.elapsed();
   }
 
-  /** End the generation as failed with `err`: its code, message, field and what the upstream said. */
+  /** End the generation as failed with `err`: its code, message, field, what the upstream said and its `metadata.provider_metadata`. */
   fail(err: GatewayError): void {
+    const meta = err.metadata?.provider_metadata;
+    if (meta !== null && typeof meta === 'object') this.providerMetadata = meta as Record<string, unknown>;
     this.status = 'error';
     this.errorCode = err.code;
     this.errorMessage = err.message;

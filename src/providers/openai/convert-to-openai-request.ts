@@ -104,6 +104,20 @@ export function urlFor(target: ProviderTarget, path: string): string {
   return `${(target.provider.base_url ?? '').replace(/\/+$/, '')}${path}`;
 }
 
+/**
+ * Where and how a call on OpenAI's wire is sent, for the kinds that speak it with their own URLs
+ * and auth (`azure`): `url` of an API path (`/chat/completions`, `/completions`, `/embeddings`,
+ * `/responses`), the request `headers`, and the body's `model`.
+ */
+export interface OpenAIWireSite {
+  url(target: ProviderTarget, path: string): string;
+  headers(target: ProviderTarget): Record<string, string>;
+  model(target: ProviderTarget): string;
+}
+
+/** Kind `openai`: paths under `base_url`, the key as `Authorization: Bearer`, the endpoint's `upstream_model`. */
+export const OPENAI_SITE: OpenAIWireSite = { url: urlFor, headers: headersFor, model: (target) => target.endpoint.upstream_model };
+
 /** Copy the optional fields the endpoint supports; return the names dropped. */
 export function copySupported(req: Record<string, unknown>, body: Record<string, unknown>, supported: readonly string[], pairs: ReadonlyArray<readonly [string, string]>): string[] {
   const dropped: string[] = [];
@@ -136,15 +150,16 @@ export function openaiDialectOf(target: ProviderTarget): OpenAIDialect {
  * and developer text at the start of the first user turn.
  * @throws GatewayError `unsupported_input_modality` for an image, audio or file part sent to a
  *   string-content endpoint.
+ * `site`: where the call goes and how it authenticates (default: kind `openai`'s {@link OPENAI_SITE}).
  * @see https://platform.openai.com/docs/api-reference/chat/create
  */
-export function convertToOpenAIChatRequest(req: ChatRequest, target: ProviderTarget, stream: boolean) {
+export function convertToOpenAIChatRequest(req: ChatRequest, target: ProviderTarget, stream: boolean, site: OpenAIWireSite = OPENAI_SITE) {
   const supported = target.endpoint.supported_parameters;
   const dialect = openaiDialectOf(target);
   const content = contentMode(target, dialect);
   if (content === 'string') assertStringContent(req.messages, target);
   const messages = foldsSystemPrompt(target) ? foldSystemIntoFirstUser(req.messages) : req.messages;
-  const body: Record<string, unknown> = { model: target.endpoint.upstream_model, messages: toWireMessages(messages, dialect, content) };
+  const body: Record<string, unknown> = { model: site.model(target), messages: toWireMessages(messages, dialect, content) };
   const dropped = copySupported(req as unknown as Record<string, unknown>, body, supported, OPTIONAL_PARAMS);
   applyReasoning(req, body, supported, dialect, dropped);
   const limit = requestedOutputLimit(req);
@@ -163,5 +178,5 @@ export function convertToOpenAIChatRequest(req: ChatRequest, target: ProviderTar
     body.stream = true;
     body.stream_options = { include_usage: true };
   }
-  return { url: urlFor(target, '/chat/completions'), headers: headersFor(target), body: JSON.stringify(body), dropped };
+  return { url: site.url(target, '/chat/completions'), headers: site.headers(target), body: JSON.stringify(body), dropped };
 }

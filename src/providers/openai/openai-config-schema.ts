@@ -29,6 +29,9 @@ export const openaiConfigSchema = {
   requiresBaseUrl: true,
   embeddingInputs: 'text-or-tokens',
   exclusiveEndpointFlags: {
-    supports_responses: (kind: string) => `only "openai" providers serve the Responses API natively (this one is "${kind}"; /v1/responses reaches it by translation without the setting)`,
+    supports_responses: (kind: string) =>
+      kind === 'azure'
+        ? 'only "openai" endpoints take this setting: "azure" endpoints serve /v1/responses natively without it'
+        : `only "openai" providers serve the Responses API natively (this one is "${kind}"; /v1/responses reaches it by translation without the setting)`,
   },
 } as const satisfies ProviderKindSchema<'openai'>;

@@ -2,20 +2,21 @@ import type { EmbeddingRequest, EmbeddingResult } from '../../core/embedding-typ
 import { GatewayError } from '../../errors/gateway-error.js';
 import type { ProviderTarget, UpstreamCall } from '../types.js';
 import { convertOpenAIUsage } from './convert-openai-usage.js';
-import { headersFor, urlFor } from './convert-to-openai-request.js';
+import { OPENAI_SITE, type OpenAIWireSite } from './convert-to-openai-request.js';
 import type { OpenAIUsage } from './openai-wire-types.js';
 
 /**
  * The upstream body of an embeddings call (`POST /embeddings`): the client's own fields, with
- * the endpoint's upstream model name.
+ * the endpoint's upstream model name. `site`: where the call goes and how it authenticates
+ * (default: kind `openai`'s).
  * @see https://platform.openai.com/docs/api-reference/embeddings/create
  */
-export function convertToOpenAIEmbeddingRequest(req: EmbeddingRequest, target: ProviderTarget): UpstreamCall {
-  const body: Record<string, unknown> = { model: target.endpoint.upstream_model, input: req.input };
+export function convertToOpenAIEmbeddingRequest(req: EmbeddingRequest, target: ProviderTarget, site: OpenAIWireSite = OPENAI_SITE): UpstreamCall {
+  const body: Record<string, unknown> = { model: site.model(target), input: req.input };
   if (req.dimensions !== undefined) body.dimensions = req.dimensions;
   if (req.encoding_format !== undefined) body.encoding_format = req.encoding_format;
   if (req.user !== undefined) body.user = req.user;
-  return { url: urlFor(target, '/embeddings'), headers: headersFor(target), body: JSON.stringify(body), dropped: [] };
+  return { url: site.url(target, '/embeddings'), headers: site.headers(target), body: JSON.stringify(body), dropped: [] };
 }
 
 interface OpenAIEmbeddingResponse {

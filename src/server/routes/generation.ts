@@ -22,7 +22,7 @@ function errorMessageOf(row: GenerationsTable): string | null {
 
 /** The public shape of a generation record (`GET /v1/generation`), OpenRouter's field names where they exist. */
 export function generationObject(row: GenerationsTable) {
-  const detail = JSON.parse(row.detail) as { attempts: unknown[]; dropped_parameters: string[]; warnings?: string[]; routing_reason?: string | null; cache_hit?: boolean; error?: RecordedError };
+  const detail = JSON.parse(row.detail) as { attempts: unknown[]; dropped_parameters: string[]; warnings?: string[]; routing_reason?: string | null; cache_hit?: boolean; error?: RecordedError; provider_metadata?: Record<string, unknown> };
   return {
     id: row.id,
     request_id: row.request_id,
@@ -64,6 +64,8 @@ export function generationObject(row: GenerationsTable) {
     routing_reason: detail.routing_reason ?? null,
     dropped_parameters: detail.dropped_parameters,
     warnings: detail.warnings ?? [],
+    /** What the upstream said beyond the generation (Azure's content-filter results), or null. */
+    provider_metadata: detail.provider_metadata ?? null,
     /** Answered from the response cache (cost 0). */
     cache_hit: detail.cache_hit === true,
     content: row.content === null ? null : (JSON.parse(row.content) as unknown),

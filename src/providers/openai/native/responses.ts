@@ -4,7 +4,7 @@ import type { StreamPart } from '../../../core/stream-part.js';
 import { clampOutputLimit } from '../../../core/output-limit.js';
 import { GatewayError } from '../../../errors/gateway-error.js';
 import type { NativeLane, ProviderTarget, StreamTransform, UpstreamCall } from '../../types.js';
-import { headersFor, urlFor } from '../convert-to-openai-request.js';
+import { OPENAI_SITE, type OpenAIWireSite } from '../convert-to-openai-request.js';
 import { inBandOpenAIError } from '../openai-error.js';
 import type { OpenAIErrorWire } from '../openai-wire-types.js';
 
@@ -28,17 +28,18 @@ const GATEWAY_ONLY = new Set(['models', 'provider', 'op', 'previous_response_id'
  * already expanded `previous_response_id` into `input`) and the gateway fields removed. Output
  * limits were checked by routing (an endpoint's `max_completion_tokens` bounds
  * `max_output_tokens`; under `output_limit: clamp` a larger one is lowered to it, with a
- * warning); nothing is dropped.
+ * warning); nothing is dropped. `site`: where the call goes and how it authenticates (default:
+ * kind `openai`'s).
  */
-export function convertToOpenAIResponsesRequest(req: Record<string, unknown>, target: ProviderTarget, stream: boolean): UpstreamCall {
+export function convertToOpenAIResponsesRequest(req: Record<string, unknown>, target: ProviderTarget, stream: boolean, site: OpenAIWireSite = OPENAI_SITE): UpstreamCall {
   const body: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(req)) if (!GATEWAY_ONLY.has(k) && v !== undefined) body[k] = v;
-  body.model = target.endpoint.upstream_model;
+  body.model = site.model(target);
   body.store = false;
   if (stream) body.stream = true;
   const warnings: string[] = [];
   if (typeof body.max_output_tokens === 'number') body.max_output_tokens = clampOutputLimit(body.max_output_tokens, target.endpoint.max_completion_tokens, 'max_output_tokens', warnings);
-  return { url: urlFor(target, '/responses'), headers: headersFor(target), body: JSON.stringify(body), dropped: [], warnings };
+  return { url: site.url(target, '/responses'), headers: site.headers(target), body: JSON.stringify(body), dropped: [], warnings };
 }
 
 interface ResponsesUsageWire {
