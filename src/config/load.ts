@@ -110,6 +110,11 @@ const EMBEDDING_KINDS: readonly string[] = Object.entries(EMBEDDING_INPUTS).filt
 /** Provider kinds without a default upstream (a kind's `requiresBaseUrl`): `base_url` is required. */
 const BASE_URL_KINDS: readonly string[] = KIND_SCHEMAS.filter((k) => k.requiresBaseUrl).map((k) => k.kind);
 
+/** Provider fields a kind requires (a kind's `requiredProviderFields`), by kind. */
+const REQUIRED_FIELDS: ReadonlyMap<string, readonly string[]> = new Map(
+  KIND_SCHEMAS.flatMap((k) => ('requiredProviderFields' in k ? [[k.kind, k.requiredProviderFields] as const] : [])),
+);
+
 /**
  * Endpoint flags only one kind may set (a kind's `exclusiveEndpointFlags`): the field, its kind,
  * and the refusal for an endpoint of another kind.
@@ -140,6 +145,9 @@ function checkReferences(raw: unknown): string[] {
     const baseUrl = asString(p.base_url);
     if (typeof p.kind === 'string' && BASE_URL_KINDS.includes(p.kind) && !baseUrl) {
       issues.push(`providers[${i}].base_url: required for kind "${p.kind}"`);
+    }
+    for (const field of typeof p.kind === 'string' ? (REQUIRED_FIELDS.get(p.kind) ?? []) : []) {
+      if (p[field] === undefined) issues.push(`providers[${i}].${field}: required for kind "${p.kind}"`);
     }
     if (baseUrl && !/^https?:\/\//.test(baseUrl)) {
       issues.push(`providers[${i}].base_url: must start with http:// or https://`);

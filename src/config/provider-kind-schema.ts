@@ -20,6 +20,11 @@ export interface ProviderKindSchema<K extends string = string> {
   /** The kind has no default upstream: a provider without `base_url` is refused at load. */
   readonly requiresBaseUrl: boolean;
   /**
+   * Fields of {@link providerFields} a provider of this kind must set (optional in the merged
+   * schema, since other kinds' providers leave them out): a missing one is refused at load.
+   */
+  readonly requiredProviderFields?: readonly string[];
+  /**
    * What the kind's embeddings call takes: `text` (strings only), `text-or-tokens` (strings or
    * token-id arrays), or null (the kind serves no embeddings: an endpoint's `embeddings: true`
    * is refused at load).

@@ -3,6 +3,7 @@ import { anthropicConfigSchema } from './anthropic/anthropic-config-schema.js';
 import { geminiConfigSchema } from './gemini/gemini-config-schema.js';
 import { localConfigSchema } from './local/local-config-schema.js';
 import { openaiConfigSchema } from './openai/openai-config-schema.js';
+import { vertexConfigSchema } from './vertex/vertex-config-schema.js';
 
 /**
  * Every provider kind's config schema, by kind: one line per kind (the order is the order of
@@ -16,4 +17,5 @@ export const PROVIDER_CONFIG_SCHEMAS = providerKindSchemas({
   anthropic: anthropicConfigSchema,
   gemini: geminiConfigSchema,
   local: localConfigSchema,
+  vertex: vertexConfigSchema,
 });

@@ -3,6 +3,7 @@ import { createAnthropicAdapter } from './anthropic/anthropic-adapter.js';
 import { createGeminiAdapter } from './gemini/gemini-adapter.js';
 import { createLocalAdapter } from './local/local-adapter.js';
 import { createOpenAIAdapter } from './openai/openai-adapter.js';
+import { createVertexAdapter } from './vertex/vertex-adapter.js';
 import type { ProviderAdapter } from './types.js';
 import { withClientSafeErrors } from './client-safe-adapter.js';
 
@@ -17,6 +18,7 @@ const ADAPTERS = {
   anthropic: createAnthropicAdapter,
   gemini: createGeminiAdapter,
   local: createLocalAdapter,
+  vertex: createVertexAdapter,
 } as const satisfies Record<ProviderKind, (provider: ProviderConfig) => ProviderAdapter>;
 
 /** The adapter for a provider, by kind, with client-safe errors (secrets redacted, see client-safe-adapter.ts). */

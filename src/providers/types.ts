@@ -95,15 +95,18 @@ export interface NativeLane<Req = unknown> {
    * The lane's token count call (`POST /v1/messages/count_tokens` → an `anthropic` upstream):
    * the same request without its output fields; the answer's JSON holds `input_tokens`.
    */
-  countTokens?(req: Req, target: ProviderTarget, headers: Readonly<Record<string, string>>): UpstreamCall;
+  countTokens?(req: Req, target: ProviderTarget, headers: Readonly<Record<string, string>>): UpstreamCall | Promise<UpstreamCall>;
 }
 
 /** A provider adapter's native lanes, by the client API each serves; an API not listed is translated. */
 export type NativeLanes = Partial<Record<ClientApi, NativeLane>>;
 
 /**
- * What a provider kind must implement. Adapters are stateless: pure conversions at the edge
- * between the OpenAI chat format and the provider's wire format.
+ * What a provider kind must implement: pure conversions at the edge between the OpenAI chat
+ * format and the provider's wire format. The one state an adapter may hold is its provider's
+ * credential (the cloud kinds' token source, e.g. `vertex/vertex-credentials.ts`), built once
+ * when the adapter is created (once per provider id, pipeline/state/runtime.ts) so its token
+ * cache lives as long as the provider; the call builders are then async and await the cached token.
  */
 export interface ProviderAdapter {
   /**
