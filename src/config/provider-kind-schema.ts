@@ -40,6 +40,12 @@ export interface ProviderKindSchema<K extends string = string> {
    * endpoint of another kind (`kind`: that endpoint's provider kind). One kind per field.
    */
   readonly exclusiveEndpointFlags?: Readonly<Record<string, (kind: string) => string>>;
+  /**
+   * A check of one endpoint of a provider of this kind that depends on the provider's own fields
+   * (both read loosely, as the raw config holds them: a field of the wrong type is the schema's to
+   * report). Returns `<endpoint field>: <message>` for a refused endpoint, else undefined.
+   */
+  readonly checkEndpoint?: (provider: Readonly<Record<string, unknown>>, endpoint: Readonly<Record<string, unknown>>) => string | undefined;
 }
 
 /** The intersection of a union (`A | B` → `A & B`): the merged shapes of every kind. */

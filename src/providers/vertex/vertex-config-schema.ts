@@ -49,6 +49,11 @@ export const vertexConfigSchema = {
   },
   requiresBaseUrl: false,
   requiredProviderFields: ['vertex'],
+  /** Claude (publisher `anthropic`) serves no embeddings: `embeddings: true` there is refused at load. */
+  checkEndpoint: (provider, endpoint) => {
+    const vertex = provider.vertex as { publisher?: unknown } | undefined;
+    return endpoint.embeddings === true && vertex?.publisher === 'anthropic' ? 'embeddings: a vertex provider of publisher "anthropic" (Claude) serves no embeddings; use one of publisher "google"' : undefined;
+  },
   /** `:predict` embeds text only (publisher `google`; Claude serves no embeddings). */
   embeddingInputs: 'text',
   /** `:predict` takes at most 250 instances per call for the text-embedding models. */

@@ -24,9 +24,11 @@ export function isAnthropicErrorBody(bodyText: string): boolean {
  * everything else by the gemini kind's (`RESOURCE_EXHAUSTED` 429 → `upstream_rate_limited`,
  * `UNAVAILABLE` 503 → `upstream_overloaded`, `INTERNAL` 500 → `upstream_error`,
  * `DEADLINE_EXCEEDED` 504 → `upstream_timeout`, `UNAUTHENTICATED` 401 / `PERMISSION_DENIED` 403
- * → `upstream_auth_failed`, `INVALID_ARGUMENT` / `FAILED_PRECONDITION` 400 and `NOT_FOUND` 404 →
- * `upstream_bad_request`; a non-JSON body keeps its text). `Retry-After` is read from the header
- * (and Google's `RetryInfo` detail).
+ * → `upstream_auth_failed`, `INVALID_ARGUMENT` / `FAILED_PRECONDITION` 400 →
+ * `upstream_bad_request` (terminal); a non-JSON body keeps its text). `NOT_FOUND` 404 is
+ * `upstream_error`, as for every kind (upstream-errors.ts): a model missing from one location or
+ * project is that endpoint's problem, and on Vertex models differ by location, so the request
+ * fails over. `Retry-After` is read from the header (and Google's `RetryInfo` detail).
  * @see https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/api-errors
  */
 export function parseVertexErrorResponse(providerId: string, status: number, headers: Record<string, string | string[] | undefined>, bodyText: string): GatewayError {
