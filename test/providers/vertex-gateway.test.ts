@@ -6,12 +6,12 @@
  * - cross-check: `@anthropic-ai/vertex-sdk` with an `external_account` credential (token from the
  *   fake STS) is accepted by the same fake, and a wrong bearer gets Google's 401 body;
  * - Gemini on Vertex (publisher `google`, credential: an `external_account` key_file): the openai
- *   SDK's chat, stream (the recorded Vertex stream of streamed function-call arguments), tools;
- *   embeddings through `:predict`;
+ *   SDK's chat, stream (the recorded Vertex stream of streamed function-call arguments), tools,
+ *   Responses and legacy completions (translated); embeddings through `:predict`;
  * - Claude on Vertex (publisher `anthropic`, credential: ADC → the fake metadata server through
  *   GCE_METADATA_HOST, endpoint location override): the Anthropic SDK on /v1/messages through
  *   the pass-through lane (a thinking signature intact across two turns, betas in the header),
- *   the openai SDK translated to `rawPredict`, count_tokens;
+ *   the openai SDK (chat, stream, Responses) translated to `rawPredict`, count_tokens;
  * - token refresh with a short `expires_in` (a new token per call, no failed request) and the
  *   cache with a long one; an STS that refuses: `upstream_auth_failed`, failing over to the next
  *   endpoint within the request; a 429 RESOURCE_EXHAUSTED failing over.
@@ -242,6 +242,20 @@ describe('Gemini on Vertex through the gateway (openai SDK)', () => {
     assert.deepEqual(body.toolConfig, { functionCallingConfig: { mode: 'ANY' } });
   });
 
+  test('Responses API and legacy completions: translated to generateContent', async () => {
+    const r = await openai.responses.create({ model: 'google/gemini-2.5-flash', input: 'hi', instructions: 'Be brief.' });
+    assert.equal(r.output_text, 'Hello from Gemini on Vertex.');
+    assert.equal(r.usage?.input_tokens, 7);
+    let call = lastCall();
+    assert.equal(call.method, 'generateContent');
+    assert.deepEqual(call.body.systemInstruction, { parts: [{ text: 'Be brief.' }] });
+    assert.deepEqual(call.body.contents, [{ role: 'user', parts: [{ text: 'hi' }] }]);
+    const c = await openai.completions.create({ model: 'google/gemini-2.5-flash', prompt: 'Say hello' });
+    assert.equal(c.choices[0]?.text, 'Hello from Gemini on Vertex.');
+    call = lastCall();
+    assert.deepEqual(call.body.contents, [{ role: 'user', parts: [{ text: 'Say hello' }] }]);
+  });
+
   test('embeddings: :predict at the endpoint\'s location, one instance per input, usage from statistics.token_count', async () => {
     const res = await openai.embeddings.create({ model: 'google/text-embedding-005', input: ['one two three', 'four five'], dimensions: 4 });
     const call = lastCall();
@@ -427,6 +441,25 @@ describe('Claude on Vertex through the gateway', () => {
     for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
     assert.equal(text, 'Hello from Claude on Vertex.');
     assert.equal(lastCall().method, 'streamRawPredict');
+  });
+
+  test('Responses API to a Claude endpoint: translated to a Messages body at :rawPredict', async () => {
+    const r = await openai.responses.create({ model: 'anthropic/claude-sonnet-4.5', input: 'hi', max_output_tokens: 64 });
+    assert.equal(r.output_text, 'Hello from Claude on Vertex.');
+    const call = lastCall();
+    assert.equal(call.method, 'rawPredict');
+    assert.equal(call.body.anthropic_version, 'vertex-2023-10-16');
+    assert.equal(call.body.max_tokens, 64);
+  });
+
+  test('a Google-envelope 429 from the front end on a Claude method reaches the Anthropic SDK as a rate limit', async () => {
+    fake.reply({ status: 429, json: { error: { code: 429, message: 'Quota exceeded for aiplatform.googleapis.com/online_prediction_requests_per_base_model.', status: 'RESOURCE_EXHAUSTED' } } });
+    await assert.rejects(anthropic.messages.create({ model: 'anthropic/claude-sonnet-4.5', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] }), (err: Json) => {
+      assert.equal(err.status, 429);
+      assert.equal(err.error?.error?.type, 'rate_limit_error');
+      assert.match(String(err.error?.error?.message), /Quota exceeded for aiplatform\.googleapis\.com/);
+      return true;
+    });
   });
 
   test('count_tokens: count-tokens:rawPredict with the bare model name in the body', async () => {
