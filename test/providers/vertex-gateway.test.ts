@@ -11,7 +11,8 @@
  * - Claude on Vertex (publisher `anthropic`, credential: ADC → the fake metadata server through
  *   GCE_METADATA_HOST, endpoint location override): the Anthropic SDK on /v1/messages through
  *   the pass-through lane (a thinking signature intact across two turns, betas in the header),
- *   the openai SDK (chat, stream, Responses) translated to `rawPredict`, count_tokens;
+ *   the openai SDK (chat, stream, Responses) translated to `rawPredict`, count_tokens, and a
+ *   throttled `anthropic` endpoint failing over to the Vertex one within a Messages request;
  * - token refresh with a short `expires_in` (a new token per call, no failed request) and the
  *   cache with a long one; an STS that refuses: `upstream_auth_failed`, failing over to the next
  *   endpoint within the request; a 429 RESOURCE_EXHAUSTED failing over.
@@ -26,7 +27,7 @@ import { AnthropicVertex } from '@anthropic-ai/vertex-sdk';
 import { GoogleAuth } from 'google-auth-library';
 import OpenAI from 'openai';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { fixturesAvailable, loadChunks } from '../helpers/replay-upstream.js';
+import { fixturesAvailable, loadChunks, startUpstream, type Upstream } from '../helpers/replay-upstream.js';
 import { startVertexFake, UNAUTHENTICATED, type VertexFake } from '../helpers/vertex-fake.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -39,6 +40,7 @@ let gw: TestGateway;
 let openai: OpenAI;
 let anthropic: Anthropic;
 let keyFile: string;
+let direct: Upstream;
 
 before(async () => {
   fake = await startVertexFake();
@@ -48,12 +50,14 @@ before(async () => {
   process.env.GCE_METADATA_HOST = fake.hostPort;
   process.env.METADATA_SERVER_DETECTION = 'assume-present';
   keyFile = fake.externalAccountFile();
+  direct = await startUpstream();
   const failing = fake.externalAccountFile().replace('external-account.json', 'missing.json');
   gw = await startGateway({
     providers: [
       { id: 'vx-gemini', kind: 'vertex', base_url: fake.origin, vertex: { project: 'proj-1', key_file: keyFile, quota_project: 'billing-proj' } },
       { id: 'vx-claude', kind: 'vertex', base_url: fake.origin, vertex: { project: 'proj-1', location: 'global', publisher: 'anthropic' } },
       { id: 'vx-nocred', kind: 'vertex', base_url: fake.origin, vertex: { project: 'proj-1', key_file: failing } },
+      { id: 'anthropic-direct', kind: 'anthropic', base_url: direct.url, api_key: 'sk-ant-direct-secret' },
       { id: 'vx-refresh', kind: 'vertex', base_url: fake.origin, vertex: { project: 'proj-1', key_file: fake.externalAccountFile() } },
       { id: 'vx-refused', kind: 'vertex', base_url: fake.origin, vertex: { project: 'proj-1', key_file: fake.externalAccountFile() } },
       { id: 'vx-otherproj', kind: 'vertex', base_url: fake.origin, vertex: { project: 'proj-2', key_file: keyFile } },
@@ -82,6 +86,14 @@ before(async () => {
       { id: 'google/gemini-otherproj', context_length: 100_000, endpoints: [{ provider: 'vx-otherproj', upstream_model: 'gemini-2.5-flash', supported_parameters: SUPPORTED }] },
       { id: 'google/text-embedding-005', context_length: 2048, endpoints: [{ provider: 'vx-gemini', upstream_model: 'text-embedding-005', embeddings: true, vertex: { location: 'us-central1' } }] },
       {
+        id: 'anthropic/claude-mixed',
+        context_length: 200_000,
+        endpoints: [
+          { provider: 'anthropic-direct', upstream_model: 'claude-sonnet-4-5-20250929', supported_parameters: SUPPORTED },
+          { provider: 'vx-claude', upstream_model: 'claude-sonnet-4-5@20250929', supported_parameters: SUPPORTED, vertex: { location: 'us-east5' } },
+        ],
+      },
+      {
         id: 'anthropic/claude-sonnet-4.5',
         context_length: 200_000,
         endpoints: [{ provider: 'vx-claude', upstream_model: 'claude-sonnet-4-5@20250929', supported_parameters: SUPPORTED, vertex: { location: 'us-east5' } }],
@@ -95,6 +107,7 @@ before(async () => {
 after(async () => {
   await gw.close();
   await fake.close();
+  await direct.close();
 });
 
 const lastCall = () => fake.calls.at(-1)!;
@@ -460,6 +473,25 @@ describe('Claude on Vertex through the gateway', () => {
       assert.match(String(err.error?.error?.message), /Quota exceeded for aiplatform\.googleapis\.com/);
       return true;
     });
+  });
+
+  test('a throttled Anthropic endpoint fails over to the Vertex one within a /v1/messages request, each in its own pass-through lane', async () => {
+    direct.enqueue({ status: 429, json: { type: 'error', error: { type: 'rate_limit_error', message: 'Number of request tokens has exceeded your per-minute rate limit' } } });
+    const before = fake.calls.length;
+    const msg = await anthropic.messages.create({ model: 'anthropic/claude-mixed', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(msg.content[0]?.type === 'text' ? msg.content[0].text : '', 'Hello from Claude on Vertex.');
+    const first = JSON.parse(direct.requests.at(-1)!.body) as Json;
+    assert.equal(first.model, 'claude-sonnet-4-5-20250929');
+    assert.equal('anthropic_version' in first, false);
+    assert.equal(fake.calls.length, before + 1);
+    const call = lastCall();
+    assert.equal(call.path, '/v1/projects/proj-1/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5@20250929:rawPredict');
+    assert.equal('model' in call.body, false);
+    assert.equal(call.headers['x-api-key'], undefined);
+    const record = await lastRecord();
+    assert.equal(record.provider, 'vx-claude');
+    const attempts = (JSON.parse(String(record.detail)) as Json).attempts as Json[];
+    assert.deepEqual(attempts.map((a) => [a.provider, a.status, a.error_code]), [['anthropic-direct', 429, 'upstream_rate_limited'], ['vx-claude', 200, null]]);
   });
 
   test('count_tokens: count-tokens:rawPredict with the bare model name in the body', async () => {
