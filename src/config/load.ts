@@ -3,6 +3,7 @@ import { parseDocument } from 'yaml';
 import type { ZodIssue } from 'zod';
 import { expandProviderPresets } from './provider-presets.js';
 import { configSchema, EMBEDDING_BATCH_LIMIT, EMBEDDING_INPUTS, KIND_SCHEMAS, type GatewayConfig, type ProviderKind } from './schema.js';
+import type { ProviderKindSchema } from './provider-kind-schema.js';
 
 /** Thrown when the config cannot be read or is invalid; `issues` are `path: message` lines. */
 export class ConfigError extends Error {
@@ -110,6 +111,16 @@ const EMBEDDING_KINDS: readonly string[] = Object.entries(EMBEDDING_INPUTS).filt
 /** Provider kinds without a default upstream (a kind's `requiresBaseUrl`): `base_url` is required. */
 const BASE_URL_KINDS: readonly string[] = KIND_SCHEMAS.filter((k) => k.requiresBaseUrl).map((k) => k.kind);
 
+/** Provider fields a kind requires (a kind's `requiredProviderFields`), by kind. */
+const REQUIRED_FIELDS: ReadonlyMap<string, readonly string[]> = new Map(
+  KIND_SCHEMAS.flatMap((k) => ('requiredProviderFields' in k ? [[k.kind, k.requiredProviderFields] as const] : [])),
+);
+
+/** The kinds' endpoint checks that read the provider's fields (a kind's `checkEndpoint`), by kind. */
+const ENDPOINT_CHECKS: ReadonlyMap<string, NonNullable<ProviderKindSchema['checkEndpoint']>> = new Map(
+  KIND_SCHEMAS.flatMap((k) => ('checkEndpoint' in k ? [[k.kind, k.checkEndpoint] as const] : [])),
+);
+
 /**
  * Endpoint flags only one kind may set (a kind's `exclusiveEndpointFlags`): the field, its kind,
  * and the refusal for an endpoint of another kind.
@@ -132,14 +143,19 @@ function checkReferences(raw: unknown): string[] {
   const config = raw !== null && typeof raw === 'object' ? (raw as Loose) : {};
   const issues: string[] = [];
   const providers = new Map<string, string | undefined>();
+  const rawProviders = new Map<string, Loose>();
   asList(config.providers).forEach((p, i) => {
     const id = asString(p.id);
     if (id === undefined) return;
     if (providers.has(id)) issues.push(`providers[${i}].id: duplicate provider id "${id}"`);
     providers.set(id, asString(p.kind));
+    rawProviders.set(id, p);
     const baseUrl = asString(p.base_url);
     if (typeof p.kind === 'string' && BASE_URL_KINDS.includes(p.kind) && !baseUrl) {
       issues.push(`providers[${i}].base_url: required for kind "${p.kind}"`);
+    }
+    for (const field of typeof p.kind === 'string' ? (REQUIRED_FIELDS.get(p.kind) ?? []) : []) {
+      if (p[field] === undefined) issues.push(`providers[${i}].${field}: required for kind "${p.kind}"`);
     }
     if (baseUrl && !/^https?:\/\//.test(baseUrl)) {
       issues.push(`providers[${i}].base_url: must start with http:// or https://`);
@@ -165,6 +181,9 @@ function checkReferences(raw: unknown): string[] {
       if (batchLimit !== undefined && batch !== undefined && batch > batchLimit) {
         issues.push(`${at}.max_embedding_inputs: provider kind "${kind}" takes at most ${batchLimit} inputs per embeddings call (got ${batch})`);
       }
+      const check = kind === undefined ? undefined : ENDPOINT_CHECKS.get(kind);
+      const refusal = check && provider !== undefined ? check(rawProviders.get(provider) ?? {}, e) : undefined;
+      if (refusal !== undefined) issues.push(`${at}.${refusal}`);
       for (const flag of EXCLUSIVE_FLAGS) {
         if (e[flag.field] === true && kind !== undefined && kind !== flag.kind) issues.push(`${at}.${flag.field}: ${flag.refusal(kind)}`);
       }

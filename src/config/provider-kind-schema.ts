@@ -20,6 +20,11 @@ export interface ProviderKindSchema<K extends string = string> {
   /** The kind has no default upstream: a provider without `base_url` is refused at load. */
   readonly requiresBaseUrl: boolean;
   /**
+   * Fields of {@link providerFields} a provider of this kind must set (optional in the merged
+   * schema, since other kinds' providers leave them out): a missing one is refused at load.
+   */
+  readonly requiredProviderFields?: readonly string[];
+  /**
    * What the kind's embeddings call takes: `text` (strings only), `text-or-tokens` (strings or
    * token-id arrays), or null (the kind serves no embeddings: an endpoint's `embeddings: true`
    * is refused at load).
@@ -40,6 +45,12 @@ export interface ProviderKindSchema<K extends string = string> {
    * endpoint of another kind (`kind`: that endpoint's provider kind). One kind per field.
    */
   readonly exclusiveEndpointFlags?: Readonly<Record<string, (kind: string) => string>>;
+  /**
+   * A check of one endpoint of a provider of this kind that depends on the provider's own fields
+   * (both read loosely, as the raw config holds them: a field of the wrong type is the schema's to
+   * report). Returns `<endpoint field>: <message>` for a refused endpoint, else undefined.
+   */
+  readonly checkEndpoint?: (provider: Readonly<Record<string, unknown>>, endpoint: Readonly<Record<string, unknown>>) => string | undefined;
 }
 
 /** The intersection of a union (`A | B` → `A & B`): the merged shapes of every kind. */

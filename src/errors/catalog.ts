@@ -144,7 +144,7 @@ export const ERROR_CATALOG = define({
   },
   upstream_auth_failed: {
     status: 502, kind: 'terminal', scope: 'provider', type: 'server_error',
-    description: 'The upstream rejected the gateway\'s provider credentials (401/403), or the provider\'s token could not be obtained (an `azure` provider\'s Entra ID credential: the message names the credential source and why): fix `api_key` or the credential settings for that provider. Other endpoints of the model are still tried.',
+    description: 'The upstream rejected the gateway\'s provider credentials (401/403), or a cloud provider\'s token could not be obtained (the message names the credential source): fix `api_key`, or the cloud credentials, of that provider. Other endpoints of the model are still tried.',
   },
   provider_misconfigured: {
     status: 502, kind: 'terminal', scope: 'provider', type: 'server_error',

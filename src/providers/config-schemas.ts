@@ -4,6 +4,7 @@ import { azureConfigSchema } from './azure/azure-config-schema.js';
 import { geminiConfigSchema } from './gemini/gemini-config-schema.js';
 import { localConfigSchema } from './local/local-config-schema.js';
 import { openaiConfigSchema } from './openai/openai-config-schema.js';
+import { vertexConfigSchema } from './vertex/vertex-config-schema.js';
 
 /**
  * Every provider kind's config schema, by kind: one line per kind (the order is the order of
@@ -18,4 +19,5 @@ export const PROVIDER_CONFIG_SCHEMAS = providerKindSchemas({
   gemini: geminiConfigSchema,
   local: localConfigSchema,
   azure: azureConfigSchema,
+  vertex: vertexConfigSchema,
 });

@@ -4,6 +4,7 @@ import { createAzureAdapter } from './azure/azure-adapter.js';
 import { createGeminiAdapter } from './gemini/gemini-adapter.js';
 import { createLocalAdapter } from './local/local-adapter.js';
 import { createOpenAIAdapter } from './openai/openai-adapter.js';
+import { createVertexAdapter } from './vertex/vertex-adapter.js';
 import type { ProviderAdapter } from './types.js';
 import { withClientSafeErrors } from './client-safe-adapter.js';
 
@@ -19,6 +20,7 @@ const ADAPTERS = {
   gemini: createGeminiAdapter,
   local: createLocalAdapter,
   azure: (provider) => createAzureAdapter(provider),
+  vertex: createVertexAdapter,
 } as const satisfies Record<ProviderKind, (provider: ProviderConfig) => ProviderAdapter>;
 
 /** The adapter for a provider, by kind, with client-safe errors (secrets redacted, see client-safe-adapter.ts). */

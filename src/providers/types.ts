@@ -101,7 +101,7 @@ export interface NativeLane<Req = unknown> {
    * The lane's token count call (`POST /v1/messages/count_tokens` → an `anthropic` upstream):
    * the same request without its output fields; the answer's JSON holds `input_tokens`.
    */
-  countTokens?(req: Req, target: ProviderTarget, headers: Readonly<Record<string, string>>): UpstreamCall;
+  countTokens?(req: Req, target: ProviderTarget, headers: Readonly<Record<string, string>>): UpstreamCall | Promise<UpstreamCall>;
 }
 
 /** A provider adapter's native lanes, by the client API each serves; an API not listed is translated. */
@@ -109,10 +109,10 @@ export type NativeLanes = Partial<Record<ClientApi, NativeLane>>;
 
 /**
  * What a provider kind must implement: pure conversions at the edge between the OpenAI chat
- * format and the provider's wire format. The one state an adapter may hold is a credential
- * (kind `azure`'s Entra ID token source, azure/azure-credentials.ts): the adapter factory runs
- * once per provider id (pipeline/state/runtime.ts `runtimeAdapter`), so its token cache lives as
- * long as the provider, and the build-call functions await it (async).
+ * format and the provider's wire format. The one state an adapter may hold is its provider's
+ * credential (the cloud kinds' token source, `azure/azure-credentials.ts`, `vertex/vertex-credentials.ts`), built once
+ * when the adapter is created (once per provider id, pipeline/state/runtime.ts) so its token
+ * cache lives as long as the provider; the call builders are then async and await the cached token.
  */
 export interface ProviderAdapter {
   /**

@@ -20,6 +20,7 @@ const SECRET_PATTERNS: ReadonlyArray<[RegExp, string]> = [
   [/\b(bearer\s+)[A-Za-z0-9._~+/=-]{8,}/gi, `$1${REDACTED}`],
   [/\b(?:sk|rk|pk)-[A-Za-z0-9_-]{16,}/g, REDACTED],
   [/\bAIza[0-9A-Za-z_-]{30,}/g, REDACTED],
+  [/\bya29\.[0-9A-Za-z._-]{8,}/g, REDACTED],
 ];
 
 /**

@@ -55,7 +55,7 @@ export async function countMessagesTokens(
   const count = runtimeAdapter(rt, first.provider).native.messages?.countTokens;
   if (count !== undefined) {
     try {
-      const counted = await upstreamCount(rt, first, count({ ...req, model: chat.model }, first, headers));
+      const counted = await upstreamCount(rt, first, await count({ ...req, model: chat.model }, first, headers));
       if (counted !== undefined) return { input_tokens: counted, source: 'upstream', endpoint: first.id };
       rt.log.warn({ endpoint: first.id }, 'count_tokens: the upstream answer has no input_tokens; using the estimate');
     } catch (err) {
