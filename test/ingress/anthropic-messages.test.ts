@@ -12,6 +12,7 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { generateText, streamText } from 'ai';
 import { encodePieces, fixturesAvailable, loadChunks, loadJson, startUpstream, type Upstream } from '../helpers/replay-upstream.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { lastGeneration } from '../helpers/generation-record.js';
 import { parseConfig } from '../../src/config/load.js';
 import { convertMessagesToChat } from '../../src/ingress/anthropic/messages/convert-messages-to-chat.js';
 import { parseMessagesRequest } from '../../src/ingress/anthropic/messages/messages-request-schema.js';
@@ -79,10 +80,7 @@ describe('Anthropic Messages ingress', { skip }, () => {
     gem.requests.length = 0;
   });
 
-  async function lastRecord(): Promise<Json> {
-    await gw.flush();
-    return (await gw.store.db.selectFrom('generations').selectAll().orderBy('created_at', 'desc').limit(1).executeTakeFirstOrThrow()) as Json;
-  }
+  const lastRecord = () => lastGeneration(gw);
 
   /** The record of one request, once the gateway has finished it (a cancelled stream finishes after the abort). */
   async function recordOf(requestId: string): Promise<Json> {
@@ -195,7 +193,7 @@ describe('Anthropic Messages ingress', { skip }, () => {
     await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 4000, thinking: { type: 'enabled', budget_tokens: 500 }, messages: [{ role: 'user', content: 'Hi' }] });
     assert.deepEqual((anth.requests[0]!.json as Json).thinking, { type: 'enabled', budget_tokens: 1024 });
     const rec = await lastRecord();
-    assert.deepEqual(JSON.parse(rec.detail).warnings, ["thinking.budget_tokens 500 raised to Anthropic's minimum 1024"]);
+    assert.deepEqual(rec.detail.warnings, ["thinking.budget_tokens 500 raised to Anthropic's minimum 1024"]);
   });
 
   test('tools round trip, native: tool_use streamed with input_json_delta, the tool_result goes upstream as sent', async () => {
@@ -291,7 +289,7 @@ describe('Anthropic Messages ingress', { skip }, () => {
     assert.deepEqual(up.messages[0].content[0], { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } });
     assert.equal(up.tools, undefined);
     const rec = await lastRecord();
-    assert.deepEqual(JSON.parse(rec.detail).warnings, [
+    assert.deepEqual(rec.detail.warnings, [
       'messages[0].content[0]: cache_control on a image block left out',
       'tool "web_search" (web_search_20250305) left out: server tools run only on Anthropic',
     ]);
@@ -302,7 +300,7 @@ describe('Anthropic Messages ingress', { skip }, () => {
       messages: [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: [{ type: 'thinking', thinking: 'Let me think.', signature: '' }, { type: 'text', text: 'A cat.' }] }, { role: 'user', content: 'More' }],
     });
     assert.deepEqual((anth.requests[0]!.json as Json).messages[1].content, [{ type: 'text', text: 'A cat.' }]);
-    assert.match(JSON.parse((await lastRecord()).detail).warnings[0], /1 unsigned thinking block\(s\) left out/);
+    assert.match((await lastRecord()).detail.warnings[0], /1 unsigned thinking block\(s\) left out/);
   });
 
   test('translation to a gemini upstream: thinking, a tool call with its input, stop reason and usage', async () => {
@@ -338,7 +336,7 @@ describe('Anthropic Messages ingress', { skip }, () => {
     const rec = await lastRecord();
     assert.equal(rec.api, 'messages');
     assert.equal(rec.provider, 'oai');
-    assert.deepEqual(JSON.parse(rec.detail).attempts.map((a: Json) => [a.endpoint, a.error_code]), [['anth/claude-down', 'upstream_overloaded'], ['oai/gpt-backup', null]]);
+    assert.deepEqual(rec.detail.attempts.map((a: Json) => [a.endpoint, a.error_code]), [['anth/claude-down', 'upstream_overloaded'], ['oai/gpt-backup', null]]);
   });
 
   test('ping events while waiting for the first content', async () => {

@@ -12,6 +12,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { startUpstream, type Upstream } from '../helpers/replay-upstream.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { lastGeneration } from '../helpers/generation-record.js';
 import { parseConfig } from '../../src/config/load.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -69,11 +70,7 @@ describe('output limits above an endpoint\'s max_completion_tokens', () => {
     anth.requests.length = 0;
   });
 
-  async function lastRecord(): Promise<Json> {
-    await gw.flush();
-    const row = (await gw.store.db.selectFrom('generations').selectAll().orderBy('created_at', 'desc').limit(1).executeTakeFirstOrThrow()) as Json;
-    return { ...row, detail: JSON.parse(row.detail) };
-  }
+  const lastRecord = () => lastGeneration(gw);
 
   const refused = async (p: Promise<unknown>): Promise<InstanceType<typeof Anthropic.APIError>> => {
     const err = await p.then(() => undefined, (e: unknown) => e);

@@ -12,6 +12,7 @@ import OpenAI, { AzureOpenAI } from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { startFakeAzure, BLOCKED_PROMPT_BODY, PROMPT_FILTER_RESULTS, SAFE_RESULTS, VIOLENCE_FILTERED, type FakeAzure } from '../helpers/azure-fake.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { generationRecord } from '../helpers/generation-record.js';
 import { sseJsonEvents } from '../helpers/sse.js';
 import { parseConfig } from '../../src/config/load.js';
 import { azureRetryAfterSeconds, parseAzureErrorResponse } from '../../src/providers/azure/azure-error.js';
@@ -68,12 +69,7 @@ after(async () => {
 });
 
 /** The record of a generation (its `detail` parsed). */
-async function record(id: string | null): Promise<Json> {
-  assert.ok(id, 'the response names its generation');
-  await gw.flush();
-  const row = await gw.store.db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-  return { ...row, detail: JSON.parse(row.detail) as Json };
-}
+const record = (id: string | null) => generationRecord(gw, id);
 
 const lastRequest = () => az.requests[az.requests.length - 1]!;
 

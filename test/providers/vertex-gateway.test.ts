@@ -27,6 +27,7 @@ import { AnthropicVertex } from '@anthropic-ai/vertex-sdk';
 import { GoogleAuth } from 'google-auth-library';
 import OpenAI from 'openai';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { lastGeneration } from '../helpers/generation-record.js';
 import { fixturesAvailable, loadChunks, startUpstream, type Upstream } from '../helpers/replay-upstream.js';
 import { startVertexFake, UNAUTHENTICATED, type VertexFake } from '../helpers/vertex-fake.js';
 
@@ -113,11 +114,7 @@ after(async () => {
 const lastCall = () => fake.calls.at(-1)!;
 const bearerOf = (h: Json) => String(h.authorization).replace(/^Bearer /, '');
 
-async function lastRecord(): Promise<Json> {
-  await gw.flush();
-  const rows = await gw.store.db.selectFrom('generations').selectAll().execute();
-  return rows.at(-1) as Json;
-}
+const lastRecord = () => lastGeneration(gw);
 
 describe('the fake against the official SDK (cross-check)', () => {
   test('@anthropic-ai/vertex-sdk with an external_account credential is accepted: path, bearer from the fake STS, betas in the header', async () => {
@@ -348,7 +345,7 @@ describe('Google credentials', () => {
     assert.equal(lastCall().model, 'gemini-2.5-pro');
     const record = await lastRecord();
     assert.equal(record.provider, 'vx-gemini');
-    const attempts = (JSON.parse(String(record.detail)) as Json).attempts as Json[];
+    const attempts = record.detail.attempts as Json[];
     assert.equal(attempts.length, 2);
     assert.equal(attempts[0]?.error_code, 'upstream_auth_failed');
     assert.equal(attempts[0]?.status, null);
@@ -490,7 +487,7 @@ describe('Claude on Vertex through the gateway', () => {
     assert.equal(call.headers['x-api-key'], undefined);
     const record = await lastRecord();
     assert.equal(record.provider, 'vx-claude');
-    const attempts = (JSON.parse(String(record.detail)) as Json).attempts as Json[];
+    const attempts = record.detail.attempts as Json[];
     assert.deepEqual(attempts.map((a) => [a.provider, a.status, a.error_code]), [['anthropic-direct', 429, 'upstream_rate_limited'], ['vx-claude', 200, null]]);
   });
 
