@@ -321,6 +321,79 @@ describe('api_keys on the anthropic and azure kinds', () => {
   });
 });
 
+describe('api_keys on streams, embeddings and count_tokens', () => {
+  let up: Upstream;
+  let claude: Upstream;
+  let gw: TestGateway;
+  before(async () => {
+    [up, claude] = await Promise.all([startUpstream(), startUpstream()]);
+    up.setResponder((r) => {
+      if (bearerOf(r) === KEYS.a) return { status: 429, headers: { 'retry-after': '30' }, json: { error: { message: 'slow down', type: 'rate_limit' } } };
+      if (r.path.endsWith('/embeddings')) return { json: { object: 'list', data: [{ object: 'embedding', index: 0, embedding: [0.25, 0.5] }], model: 'emb', usage: { prompt_tokens: 3, total_tokens: 3 } } };
+      return {
+        sse: [
+          JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { role: 'assistant', content: 'streamed' }, finish_reason: null }] }),
+          JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } }),
+        ],
+      };
+    });
+    claude.setDefault({ json: { input_tokens: 42 } });
+    gw = await startGateway(
+      {
+        routing: { retry_after_cap_ms: 60_000, recent_failure_ms: 0, circuit_breaker: { failure_threshold: 1000 } },
+        providers: [
+          // a takes nearly every first draw: its 429 is met at once.
+          { id: 'oa', kind: 'openai', base_url: up.url, api_keys: [{ label: 'a', key: KEYS.a, weight: 1000 }, { label: 'b', key: KEYS.b }] },
+          { id: 'claude', kind: 'anthropic', base_url: claude.url, api_keys: [{ label: 'only', key: KEYS.c }] },
+        ],
+        models: [
+          model('t/chat', ['oa']),
+          { id: 't/embed', context_length: 8192, architecture: { output_modalities: ['embeddings'] }, endpoints: [{ provider: 'oa', upstream_model: 'emb', embeddings: true }] },
+          { id: 'anthropic/claude', context_length: 8192, endpoints: [{ provider: 'claude', upstream_model: 'claude-x', supported_parameters: ['max_tokens'] }] },
+        ],
+      },
+      { random: seededRandom(11) },
+    );
+  });
+  after(async () => {
+    await gw?.close();
+    await Promise.all([up?.close(), claude?.close()]);
+  });
+
+  test('a stream: the 429 of key a before any content, the same endpoint streams with b; embeddings then go with b', async () => {
+    const openai = new OpenAI({ baseURL: gw.baseURL, apiKey: gw.adminKey, maxRetries: 0 });
+    const { data: stream, response } = await openai.chat.completions.create({ model: 't/chat', stream: true, messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+    assert.equal(text, 'streamed');
+    const g = await generation(gw, response.headers.get('x-op-generation-id')!);
+    assert.deepEqual(g.provider_responses.map((a: Json) => [a.credential, a.status, a.error_code]), [
+      ['a', 429, 'upstream_rate_limited'],
+      ['b', 200, null],
+    ]);
+    assert.equal(g.credential, 'b');
+    assert.deepEqual(up.requests.map((r) => LABEL_OF.get(bearerOf(r))), ['a', 'b']);
+    const emb = await openai.embeddings.create({ model: 't/embed', input: 'hello' }).withResponse();
+    assert.deepEqual(emb.data.data[0]!.embedding, [0.25, 0.5]);
+    assert.equal(bearerOf(up.requests.at(-1)!), KEYS.b);
+    assert.equal(up.requests.length, 3, 'a cools: not tried for the embeddings');
+    assert.equal((await generation(gw, emb.response.headers.get('x-op-generation-id')!)).credential, 'b');
+  });
+
+  test('count_tokens counts upstream with the key of the provider', async () => {
+    const res = await fetch(`${gw.origin}/v1/messages/count_tokens`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': gw.adminKey, 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: 'anthropic/claude', messages: [{ role: 'user', content: 'Hello there' }] }),
+    });
+    assert.equal(res.status, 200);
+    assert.deepEqual(await res.json(), { input_tokens: 42 });
+    assert.equal(claude.requests.length, 1);
+    assert.match(claude.requests[0]!.path, /\/messages\/count_tokens$/);
+    assert.equal(claude.requests[0]!.headers['x-api-key'], KEYS.c);
+  });
+});
+
 describe('api_keys: the config', () => {
   const base = (provider: Json, endpoint: Json = {}) => ({ providers: [{ id: 'p', ...provider }], models: [{ id: 't/m', context_length: 4096, endpoints: [{ provider: 'p', upstream_model: 'm', ...endpoint }] }] });
   const issuesOf = (raw: unknown, env: NodeJS.ProcessEnv = {}): readonly string[] => {
