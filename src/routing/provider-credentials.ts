@@ -86,9 +86,9 @@ export class CredentialCooldowns {
     return undefined;
   }
 
-  /** Whether any of the credentials is usable now. */
-  anyUsable(credentials: readonly ResolvedCredential[]): boolean {
-    for (const c of credentials) if (this.cooling(c) === undefined) return true;
+  /** Whether any of the credentials is usable now (and not in `exclude`, keys as {@link ResolvedCredential.key}). */
+  anyUsable(credentials: readonly ResolvedCredential[], exclude?: ReadonlySet<string>): boolean {
+    for (const c of credentials) if (!exclude?.has(c.key) && this.cooling(c) === undefined) return true;
     return false;
   }
 

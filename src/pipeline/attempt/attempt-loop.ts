@@ -127,7 +127,7 @@ export async function runAttempts(o: AttemptLoopOptions): Promise<void> {
     lastError = err;
     if (keyFailed) {
       (failedKeys ??= new Set()).add(credential.key);
-      if (rt.health.credentials.pick(target.credentials!, () => 0, failedKeys) !== undefined) {
+      if (rt.health.credentials.anyUsable(target.credentials!, failedKeys)) {
         rt.log.warn({ reqId: draft.requestId, endpoint: target.id, credential: credential.label, code: err.code }, 'upstream attempt failed for its key; trying the endpoint with another key');
         nextKey = true;
         i--;
