@@ -41,9 +41,9 @@ export interface ApiKeyEntry {
   readonly weight: number;
 }
 
-/** `a (weight 1), b (weight 2)`: the labels and weights of a provider's keys, never their values. */
+/** `2 keys: a (weight 1), b (weight 2)`: the labels and weights of a provider's keys, never their values. */
 export function describeApiKeys(entries: readonly Pick<ApiKeyEntry, 'label' | 'weight'>[]): string {
-  return entries.map((k) => `${k.label} (weight ${k.weight})`).join(', ');
+  return `${entries.length} key${entries.length === 1 ? '' : 's'}: ${entries.map((k) => `${k.label} (weight ${k.weight})`).join(', ')}`;
 }
 
 /**
@@ -52,5 +52,5 @@ export function describeApiKeys(entries: readonly Pick<ApiKeyEntry, 'label' | 'w
  * Labels and weights only, never a key's value.
  */
 export function describeCredentialLines(providers: readonly { id: string; preset?: string | undefined; api_keys?: readonly ApiKeyEntry[] | undefined }[]): string[] {
-  return providers.flatMap((p, i) => (p.api_keys === undefined || p.preset !== undefined ? [] : [`providers[${i}] "${p.id}": ${p.api_keys.length} keys: ${describeApiKeys(p.api_keys)}`]));
+  return providers.flatMap((p, i) => (p.api_keys === undefined || p.preset !== undefined ? [] : [`providers[${i}] "${p.id}": ${describeApiKeys(p.api_keys)}`]));
 }

@@ -173,7 +173,7 @@ export function describePresetExpansions(config: Pick<GatewayConfig, 'providers'
     const preset = PROVIDER_PRESETS[p.preset];
     const parts = [`kind ${p.kind}`, setting('base_url', p.base_url, preset.base_url)];
     if (p.kind === 'openai') parts.push(setting('dialect', p.dialect, preset.dialect));
-    if (p.api_keys) parts.push(`${p.api_keys.length} keys: ${describeApiKeys(p.api_keys)} (sent as ${KEY_HEADER[preset.kind]})`);
+    if (p.api_keys) parts.push(`${describeApiKeys(p.api_keys)} (sent as ${KEY_HEADER[preset.kind]})`);
     else if (p.api_key) parts.push(`key set (sent as ${KEY_HEADER[preset.kind]})`);
     else parts.push(preset.key_env === undefined ? 'no key (the server needs none)' : 'key not set (empty)');
     return [`providers[${i}] "${p.id}": preset ${p.preset} (${preset.title}) → ${parts.join(', ')}`];

@@ -8,7 +8,12 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { startUpstream, type RecordedRequest, type Upstream } from '../helpers/replay-upstream.js';
@@ -482,6 +487,51 @@ describe('api_keys: the config', () => {
     ]);
     const catalogOnly = parseConfig(raw, 'test', {}, { secrets: false });
     assert.deepEqual(catalogOnly.providers[0]!.api_keys, [{ label: 'one', key: '', weight: 1 }, { label: 'two', key: '', weight: 2 }]);
+  });
+});
+
+describe('api_keys: opinference config check', () => {
+  test('prints the labels and weights of every provider with api_keys, never a key', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'op-creds-'));
+    try {
+      const file = join(dir, 'keys.yaml');
+      writeFileSync(
+        file,
+        [
+          'providers:',
+          '  - id: pool',
+          '    kind: openai',
+          '    base_url: http://127.0.0.1:9/v1',
+          '    api_keys:',
+          '      - { label: main, key: "${POOL_MAIN}", weight: 3 }',
+          '      - { label: spare, key: plainkey-spare-4444 }',
+          '  - id: groq',
+          '    preset: groq',
+          '    api_keys: [{ label: g1, key: "${POOL_MAIN}" }]',
+          'models:',
+          '  - id: t/m',
+          '    context_length: 4096',
+          '    endpoints: [{ provider: pool, upstream_model: m }]',
+          '',
+        ].join('\n'),
+      );
+      const root = fileURLToPath(new URL('../..', import.meta.url));
+      const { OP_CONFIG: _c, GROQ_API_KEY: _g, ...env } = process.env;
+      const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', 'tsx', join(root, 'src/cli.ts'), 'config', 'check', '--config', file], { env: { ...env, POOL_MAIN: 'plainkey-main-5555' }, cwd: root });
+      assert.equal(stderr, '');
+      assert.equal(
+        stdout,
+        [
+          `${file}: ok — 2 providers, 1 models`,
+          '  providers[1] "groq": preset groq (Groq) → kind openai, base_url https://api.groq.com/openai/v1, dialect groq, 1 key: g1 (weight 1) (sent as Authorization: Bearer)',
+          '  providers[0] "pool": 2 keys: main (weight 3), spare (weight 1)',
+          '',
+        ].join('\n'),
+      );
+      assert.doesNotMatch(stdout, /plainkey-/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
