@@ -326,6 +326,41 @@ describe('api_keys on the anthropic and azure kinds', () => {
   });
 });
 
+describe('api_keys on the gemini kind', () => {
+  let gem: Upstream;
+  let gw: TestGateway;
+  before(async () => {
+    gem = await startUpstream();
+    gem.setDefault({ json: { candidates: [{ content: { role: 'model', parts: [{ text: 'gemini says hi' }] }, finishReason: 'STOP', index: 0 }], usageMetadata: { promptTokenCount: 2, candidatesTokenCount: 3, totalTokenCount: 5 } } });
+    gw = await startGateway(
+      {
+        providers: [{ id: 'gem', kind: 'gemini', base_url: new URL(gem.url).origin, api_keys: [{ label: 'g-one', key: KEYS.a }, { label: 'g-two', key: KEYS.b }] }],
+        models: [{ id: 'google/gemini', context_length: 8192, endpoints: [{ provider: 'gem', upstream_model: 'gemini-x', supported_parameters: ['max_tokens'] }] }],
+      },
+      { random: seededRandom(5) },
+    );
+  });
+  after(async () => {
+    await gw?.close();
+    await gem?.close();
+  });
+
+  test('each call sends the chosen key as x-goog-api-key, and the record names it', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 8; i++) {
+      const r = await chat(gw, { model: 'google/gemini' });
+      assert.equal(r.json.choices[0].message.content, 'gemini says hi');
+      ids.push(r.generationId);
+    }
+    const byKey = { [KEYS.a]: 'g-one', [KEYS.b]: 'g-two' } as Record<string, string>;
+    for (const [i, r] of gem.requests.entries()) {
+      assert.match(r.path, /\/models\/gemini-x:generateContent$/);
+      assert.equal((await generation(gw, ids[i]!)).credential, byKey[String(r.headers['x-goog-api-key'])]);
+    }
+    assert.deepEqual(new Set(gem.requests.map((r) => byKey[String(r.headers['x-goog-api-key'])])), new Set(['g-one', 'g-two']));
+  });
+});
+
 describe('api_keys on streams, embeddings and count_tokens', () => {
   let up: Upstream;
   let claude: Upstream;
