@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { ConfigError, loadConfig, type LoadedConfig } from './config/load.js';
 import { describePresetExpansions } from './config/provider-presets.js';
+import { describeCredentialLines } from './config/credentials-schema.js';
 import { buildGateway } from './server/app.js';
 import { startTelemetry } from './telemetry/telemetry.js';
 import { DEFAULT_DATABASE_URL, isDatabaseUnreachable, openDatabase, parseDatabaseUrl } from './store/database.js';
@@ -299,6 +300,8 @@ async function main(argv: string[]): Promise<void> {
       process.stdout.write(`${loaded.source ?? '(no file: empty catalog)'}: ok — ${loaded.config.providers.length} providers, ${loaded.config.models.length} models${warned}\n`);
       // What each provider preset expanded to (the key as set / not set, never its value).
       for (const line of describePresetExpansions(loaded.config)) process.stdout.write(`  ${line}\n`);
+      // Providers with several keys: labels and weights, never the values.
+      for (const line of describeCredentialLines(loaded.config.providers)) process.stdout.write(`  ${line}\n`);
       return;
     }
     case 'keys':

@@ -96,10 +96,11 @@ function emptiedCredentialWarnings(report: EnvReport, substituted: unknown): str
   const out: string[] = [];
   for (const { path, names } of report.emptied) {
     const [root, index, field] = path;
-    if (root !== 'providers' || typeof index !== 'number' || (field !== 'api_key' && field !== 'headers')) continue;
+    if (root !== 'providers' || typeof index !== 'number' || (field !== 'api_key' && field !== 'headers' && field !== 'api_keys')) continue;
     const id = asString(providers[index]?.id) ?? `providers[${index}]`;
     const vars = names.join(', ');
-    const what = field === 'api_key' ? 'api_key' : `header ${String(path[3])}`;
+    const entry = field === 'api_keys' && typeof path[3] === 'number' ? asList(providers[index]?.api_keys)[path[3]] : undefined;
+    const what = field === 'api_key' ? 'api_key' : field === 'api_keys' ? `key "${asString(entry?.label) ?? String(path[3])}" in api_keys` : `header ${String(path[3])}`;
     out.push(`${formatPath(path)}: provider "${id}" has an empty ${what}: ${vars} ${names.length === 1 ? 'is' : 'are'} not set (the default after ":-" is empty), so its requests go out without a key; set ${vars}, or remove the provider`);
   }
   return out;
@@ -115,6 +116,32 @@ const BASE_URL_KINDS: readonly string[] = KIND_SCHEMAS.filter((k) => k.requiresB
 const REQUIRED_FIELDS: ReadonlyMap<string, readonly string[]> = new Map(
   KIND_SCHEMAS.flatMap((k) => ('requiredProviderFields' in k ? [[k.kind, k.requiredProviderFields] as const] : [])),
 );
+
+/** The kinds' refusals of `api_keys` (a kind's `refuseApiKeys`), by kind. */
+const API_KEYS_REFUSALS: ReadonlyMap<string, NonNullable<ProviderKindSchema['refuseApiKeys']>> = new Map(
+  KIND_SCHEMAS.flatMap((k) => ('refuseApiKeys' in k ? [[k.kind, k.refuseApiKeys] as const] : [])),
+);
+
+/**
+ * Checks of a provider's `api_keys` (credentials-schema.ts) the schema cannot express: not with
+ * `api_key`, labels unique, a kind whose auth is a key. `at` is `providers[i]`.
+ */
+function checkApiKeys(p: Loose, at: string): string[] {
+  if (p.api_keys === undefined) return [];
+  const issues: string[] = [];
+  if (p.api_key !== undefined) issues.push(`${at}.api_keys: give either api_key or api_keys, not both (api_key is one key; api_keys lists several with labels and weights)`);
+  const refusal = typeof p.kind === 'string' ? API_KEYS_REFUSALS.get(p.kind)?.(p) : undefined;
+  if (refusal !== undefined) issues.push(`${at}.api_keys: ${refusal}`);
+  const seen = new Map<string, number>();
+  asList(p.api_keys).forEach((k, j) => {
+    const label = asString(k.label);
+    if (label === undefined) return;
+    const first = seen.get(label.toLowerCase());
+    if (first !== undefined) issues.push(`${at}.api_keys[${j}].label: duplicate label "${label}" (also api_keys[${first}]; labels are unique per provider, case-insensitively)`);
+    else seen.set(label.toLowerCase(), j);
+  });
+  return issues;
+}
 
 /** The kinds' endpoint checks that read the provider's fields (a kind's `checkEndpoint`), by kind. */
 const ENDPOINT_CHECKS: ReadonlyMap<string, NonNullable<ProviderKindSchema['checkEndpoint']>> = new Map(
@@ -157,6 +184,7 @@ function checkReferences(raw: unknown): string[] {
     for (const field of typeof p.kind === 'string' ? (REQUIRED_FIELDS.get(p.kind) ?? []) : []) {
       if (p[field] === undefined) issues.push(`providers[${i}].${field}: required for kind "${p.kind}"`);
     }
+    issues.push(...checkApiKeys(p, `providers[${i}]`));
     if (baseUrl && !/^https?:\/\//.test(baseUrl)) {
       issues.push(`providers[${i}].base_url: must start with http:// or https://`);
     }
@@ -251,19 +279,21 @@ function deepFreeze<T>(value: T): T {
 /** Options of {@link parseConfig} and {@link loadConfig}. */
 export interface ParseOptions {
   /**
-   * false: the providers' secrets (`api_key`, `headers`, kind `azure`'s `entra` credentials) are not read, so variables they name
+   * false: the providers' secrets (`api_key`, `api_keys[].key`, `headers`, kind `azure`'s `entra` credentials) are not read, so variables they name
    * need not be set. For commands that only need the catalog (`keys create --models`); such a
    * config has no credentials and must not serve.
    */
   secrets?: boolean;
 }
 
-/** Drop the providers' `api_key`, `headers` and `entra` before substitution (see {@link ParseOptions.secrets}). */
+/** Drop the providers' `api_key`, `api_keys[].key`, `headers` and `entra` before substitution (see {@link ParseOptions.secrets}). */
 function withoutSecrets(raw: unknown): unknown {
   if (raw === null || typeof raw !== 'object' || !Array.isArray((raw as Loose).providers)) return raw;
   const providers = ((raw as Loose).providers as unknown[]).map((p) => {
     if (p === null || typeof p !== 'object') return p;
     const { api_key: _k, headers: _h, entra: _e, ...rest } = p as Loose;
+    // The keys go, their labels and weights stay (an empty key: the config must not serve).
+    if (Array.isArray(rest.api_keys)) rest.api_keys = rest.api_keys.map((k: unknown) => (k !== null && typeof k === 'object' ? { ...(k as Loose), key: '' } : k));
     return rest;
   });
   return { ...(raw as Loose), providers };

@@ -51,6 +51,13 @@ export interface ProviderKindSchema<K extends string = string> {
    * report). Returns `<endpoint field>: <message>` for a refused endpoint, else undefined.
    */
   readonly checkEndpoint?: (provider: Readonly<Record<string, unknown>>, endpoint: Readonly<Record<string, unknown>>) => string | undefined;
+  /**
+   * Why a provider of this kind may not list several keys (`api_keys`, credentials-schema.ts):
+   * the kind's auth is not a key (a cloud identity, the built-in engine), in general or with the
+   * provider's own fields (read loosely, as in {@link checkEndpoint}). Returns the refusal
+   * message, or undefined when `api_keys` is accepted. Unset: every provider of the kind may.
+   */
+  readonly refuseApiKeys?: (provider: Readonly<Record<string, unknown>>) => string | undefined;
 }
 
 /** The intersection of a union (`A | B` → `A & B`): the merged shapes of every kind. */

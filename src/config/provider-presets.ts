@@ -1,3 +1,4 @@
+import { describeApiKeys } from './credentials-schema.js';
 import type { GatewayConfig, ProviderConfig, ProviderKind } from './schema.js';
 
 /**
@@ -97,12 +98,13 @@ const isObject = (v: unknown): v is Loose => v !== null && typeof v === 'object'
 const isPresetName = (v: unknown): v is ProviderPresetName => typeof v === 'string' && (PROVIDER_PRESET_NAMES as readonly string[]).includes(v);
 
 /** The fields a preset fills in, as a raw `providers[]` entry would give them. */
-function presetDefaults(preset: ProviderPreset): Loose {
+function presetDefaults(preset: ProviderPreset, ownKeys: boolean): Loose {
   return {
     kind: preset.kind,
     base_url: preset.base_url,
     ...(preset.dialect !== undefined ? { dialect: preset.dialect } : {}),
-    ...(preset.key_env !== undefined ? { api_key: `\${${preset.key_env}}` } : {}),
+    // An entry that lists its own `api_keys` takes no default key (the two are exclusive).
+    ...(preset.key_env !== undefined && !ownKeys ? { api_key: `\${${preset.key_env}}` } : {}),
   };
 }
 
@@ -123,10 +125,11 @@ function expandEntry(entry: Loose, i: number): { entry: Loose; issues: string[];
     ? [`${at}.kind: ${JSON.stringify(entry.kind)} contradicts preset "${name}", which is kind "${preset.kind}" (leave kind out, or drop the preset)`]
     : [];
   const own = Object.fromEntries(Object.entries(entry).filter(([, v]) => v !== undefined));
-  const keyNote = preset.key_env !== undefined && own.api_key === undefined
+  const ownKeys = own.api_keys !== undefined;
+  const keyNote = preset.key_env !== undefined && own.api_key === undefined && !ownKeys
     ? `preset "${name}" reads the key from it when the entry has no api_key: set ${preset.key_env}, or give api_key`
     : undefined;
-  return { entry: { ...presetDefaults(preset), ...own }, issues, covered: [], ...(keyNote !== undefined ? { keyNote } : {}) };
+  return { entry: { ...presetDefaults(preset, ownKeys), ...own }, issues, covered: [], ...(keyNote !== undefined ? { keyNote } : {}) };
 }
 
 /**
@@ -170,7 +173,8 @@ export function describePresetExpansions(config: Pick<GatewayConfig, 'providers'
     const preset = PROVIDER_PRESETS[p.preset];
     const parts = [`kind ${p.kind}`, setting('base_url', p.base_url, preset.base_url)];
     if (p.kind === 'openai') parts.push(setting('dialect', p.dialect, preset.dialect));
-    if (p.api_key) parts.push(`key set (sent as ${KEY_HEADER[preset.kind]})`);
+    if (p.api_keys) parts.push(`${describeApiKeys(p.api_keys)} (sent as ${KEY_HEADER[preset.kind]})`);
+    else if (p.api_key) parts.push(`key set (sent as ${KEY_HEADER[preset.kind]})`);
     else parts.push(preset.key_env === undefined ? 'no key (the server needs none)' : 'key not set (empty)');
     return [`providers[${i}] "${p.id}": preset ${p.preset} (${preset.title}) → ${parts.join(', ')}`];
   });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PROVIDER_CONFIG_SCHEMAS } from '../providers/config-schemas.js';
+import { apiKeysSchema } from './credentials-schema.js';
 import { modelVariantSchema, presetSchema } from './presets-schema.js';
 import { PROVIDER_PRESET_NAMES } from './provider-presets.js';
 import type { UnionToIntersection } from './provider-kind-schema.js';
@@ -66,6 +67,8 @@ export const providerSchema = z
     kind: z.enum(PROVIDER_KINDS),
     base_url: z.string().url('must be an absolute http(s) URL').optional(),
     api_key: headerValue.optional(),
+    /** Several weighted keys instead of `api_key` (credentials-schema.ts); refused with `api_key`, and by kinds without key auth. */
+    api_keys: apiKeysSchema(headerValue).optional(),
     headers: z.record(headerName, headerValue).default({}),
     data_policy: dataPolicySchema.default({}),
     timeouts: timeoutsSchema.default({}),

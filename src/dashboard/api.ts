@@ -141,6 +141,8 @@ export interface Attempt {
   error_code: string | null;
   latency_ms: number;
   reason: string;
+  /** The label of the provider's `api_keys` entry used (never the key); absent with one key. */
+  credential?: string;
 }
 
 export interface MessagePart {
@@ -196,6 +198,8 @@ export interface Generation {
   session_id: string | null;
   retention: 'none' | number;
   provider_responses?: Attempt[];
+  /** The `api_keys` label that served; null for a provider with one key. */
+  credential?: string | null;
   dropped_parameters?: string[];
   content?: {
     request?: { messages?: StoredMessage[]; prompt?: string | string[] };

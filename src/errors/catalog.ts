@@ -144,7 +144,7 @@ export const ERROR_CATALOG = define({
   },
   upstream_auth_failed: {
     status: 502, kind: 'terminal', scope: 'provider', type: 'server_error',
-    description: 'The upstream rejected the gateway\'s provider credentials (401/403), or a cloud provider\'s token could not be obtained (the message names the credential source): fix `api_key`, or the cloud credentials, of that provider. Other endpoints of the model are still tried.',
+    description: 'The upstream rejected the gateway\'s provider credentials (401/403), or a cloud provider\'s token could not be obtained (the message names the credential source): fix `api_key`, or the cloud credentials, of that provider. Other endpoints of the model are still tried. With several keys (`api_keys`), only the key that got it cools (60 s; the record names its label) and the endpoint is tried at once with another of its keys.',
   },
   provider_misconfigured: {
     status: 502, kind: 'terminal', scope: 'provider', type: 'server_error',
@@ -152,7 +152,7 @@ export const ERROR_CATALOG = define({
   },
   upstream_rate_limited: {
     status: 429, kind: 'retryable', scope: 'provider', type: 'rate_limit_error',
-    description: 'The upstream rate-limited the request (429); `Retry-After` is passed on when the upstream sent it.',
+    description: 'The upstream rate-limited the request (429); `Retry-After` is passed on when the upstream sent it. With several keys (`api_keys`), only the key that got it cools and the endpoint is tried at once with another of its keys.',
   },
   upstream_overloaded: {
     status: 503, kind: 'retryable', scope: 'provider', type: 'server_error',

@@ -33,7 +33,7 @@ export function renderErrorDocs(): string {
     '- `metadata` (optional): upstream details such as `provider_name` (the provider id from the config), `upstream_status`, `upstream_code`.',
     '',
     'An upstream\'s own error message is relayed as `message`, with credentials replaced by `[redacted]`: the',
-    'provider\'s configured `api_key` and `headers` values, and any `Authorization`, `x-api-key`, `x-goog-api-key`',
+    'provider\'s configured `api_key`, every key of its `api_keys` and its `headers` values, and any `Authorization`, `x-api-key`, `x-goog-api-key`',
     'value it quotes, a `key=` / `token=` query parameter (after `?`, `&` or `;` only) and well-known key shapes;',
     'the same goes for every other upstream string (`param`, `metadata.upstream_code`).',
     'Redaction runs before the message is cut to 2,000 characters. The same scrubbed text is what the generation record stores.',

@@ -24,11 +24,11 @@ const SECRET_PATTERNS: ReadonlyArray<[RegExp, string]> = [
 ];
 
 /**
- * The values of a provider that must never reach a client, a log or the database: its `api_key`
- * and the values of its configured `headers` (6 characters or longer).
+ * The values of a provider that must never reach a client, a log or the database: its `api_key`,
+ * every key of its `api_keys` and the values of its configured `headers` (6 characters or longer).
  */
-export function providerSecrets(provider: Pick<ProviderConfig, 'api_key' | 'headers'>): string[] {
-  const values = [provider.api_key ?? '', ...Object.values(provider.headers ?? {})];
+export function providerSecrets(provider: Pick<ProviderConfig, 'api_key' | 'headers'> & { api_keys?: ProviderConfig['api_keys'] }): string[] {
+  const values = [provider.api_key ?? '', ...(provider.api_keys ?? []).map((k) => k.key), ...Object.values(provider.headers ?? {})];
   // Longest first: a key that contains another is replaced whole.
   return [...new Set(values.map((v) => v.replace(/^(bearer|basic)\s+/i, '').trim()).filter((v) => v.length >= MIN_SECRET_LENGTH))].sort((a, b) => b.length - a.length);
 }

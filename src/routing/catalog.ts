@@ -1,5 +1,6 @@
 import type { GatewayConfig, ModelConfig } from '../config/schema.js';
 import type { ResolvedEndpoint } from './resolved-endpoint.js';
+import { providerCredentialViews, resolveCredentials } from './provider-credentials.js';
 
 /** The models and endpoints of one config, resolved for routing. Immutable. */
 export interface Catalog {
@@ -10,14 +11,16 @@ export interface Catalog {
   readonly aliases?: ReadonlyMap<string, string>;
 }
 
-/** Resolve every endpoint of a validated config (provider lookup, effective timeouts). */
+/** Resolve every endpoint of a validated config (provider lookup, effective timeouts, the views of its provider's `api_keys`). */
 export function buildCatalog(config: Readonly<GatewayConfig>): Catalog {
   const providers = new Map(config.providers.map((p) => [p.id, p]));
+  // One frozen provider view per `api_keys` entry, shared by the provider's endpoints.
+  const views = new Map(config.providers.map((p) => [p.id, providerCredentialViews(p)]));
   const models = new Map<string, { model: ModelConfig; endpoints: ResolvedEndpoint[] }>();
   for (const model of config.models) {
     const endpoints = model.endpoints.map((endpoint): ResolvedEndpoint => {
       const provider = providers.get(endpoint.provider)!;
-      return Object.freeze({
+      const target = {
         id: `${provider.id}/${endpoint.upstream_model}`,
         model,
         endpoint,
@@ -25,7 +28,9 @@ export function buildCatalog(config: Readonly<GatewayConfig>): Catalog {
         timeouts: Object.freeze({ ...provider.timeouts, ...(endpoint.timeouts ?? {}) }),
         contextLength: endpoint.context_length ?? model.context_length,
         outputLimit: endpoint.output_limit ?? model.output_limit ?? 'exclude',
-      });
+      } as const;
+      const credentials = resolveCredentials(target, views.get(provider.id));
+      return Object.freeze(credentials === undefined ? target : { ...target, credentials });
     });
     models.set(model.id, { model, endpoints });
   }

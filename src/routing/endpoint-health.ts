@@ -7,6 +7,7 @@
  * Times are ms; throughput is output tokens per second.
  */
 import { StickyRoutes } from './sticky-routes.js';
+import { CredentialCooldowns } from './provider-credentials.js';
 
 /** Breaker and statistics settings (config `routing`). */
 export interface HealthSettings {
@@ -140,6 +141,8 @@ export class HealthRegistry {
   private readonly byId = new Map<string, EndpointHealth>();
   /** The endpoint each sticky key (session, prompt_cache_key) was last served by. */
   readonly sticky: StickyRoutes;
+  /** Cooldowns of single credentials of providers with `api_keys` (in-process only; see provider-credentials.ts). */
+  readonly credentials: CredentialCooldowns;
   /** Called with every local outcome (set by health sharing; must be cheap: it runs on the request path). */
   onEvent: ((e: HealthEvent) => void) | undefined;
 
@@ -148,6 +151,7 @@ export class HealthRegistry {
     private readonly now: () => number = Date.now,
   ) {
     this.sticky = new StickyRoutes(now);
+    this.credentials = new CredentialCooldowns(now);
   }
 
   private get(id: string): EndpointHealth {

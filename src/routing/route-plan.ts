@@ -173,7 +173,8 @@ function orderModel(eligible: ResolvedEndpoint[], req: ChatRequest, ctx: RouteCo
  * then each of `models`, the endpoints that pass every filter, ordered by `provider.order`,
  * `sort`, or a price-weighted random draw with recently failing endpoints last. Endpoints
  * whose circuit is open or that are cooling down (after a rate limit, or a failure sent with
- * `Retry-After`) are left out.
+ * `Retry-After`) are left out, and so are those whose provider lists `api_keys` that all cool
+ * (provider-credentials.ts).
  * A model whose `architecture.input_modalities` lack a modality the messages use (an image,
  * audio or file part) is left out whole.
  * @throws GatewayError `no_providers_configured` (empty catalog), `unsupported_input_modality`
@@ -224,6 +225,10 @@ export function planRoute(req: ChatRequest, ctx: RouteContext, promptTokens: num
         if (!admission.ok) {
           retryAfterMs = Math.min(retryAfterMs, admission.retryAfterMs);
           verdict = { reason: admission.reason, detail: healthDetail(admission) };
+        } else if (target.credentials !== undefined && !ctx.health.credentials.anyUsable(target.credentials)) {
+          // Every key of the provider cools (rate limits, auth failures): the endpoint counts as cooling.
+          retryAfterMs = Math.min(retryAfterMs, ctx.health.credentials.soonestUsableMs(target.credentials));
+          verdict = { reason: 'cooldown', detail: `cooling down: every key of provider ${target.provider.id} is cooling after a rate limit or an auth failure` };
         }
       }
       if (verdict) plan.excluded.push({ endpoint: target.id, model: modelId, ...verdict });

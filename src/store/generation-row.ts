@@ -21,6 +21,8 @@ export interface RecordedAttempt {
   latency_ms: number;
   /** Why the router put this endpoint where it was (`provider.order`, `weighted-random` …). */
   reason: string;
+  /** The label of the provider's `api_keys` entry the attempt used (never the key); absent for a provider with one `api_key`. */
+  credential?: string;
 }
 
 /**
@@ -80,6 +82,8 @@ export interface GenerationRecord {
   /** Request parameters the upstream call dropped. */
   readonly dropped: readonly string[];
   readonly routingReason: string | null;
+  /** The label of the provider's `api_keys` entry of the last attempt (the one that served, on success); null or absent without `api_keys`. */
+  readonly credential?: string | null;
   readonly warnings: readonly string[];
   /** What the upstream said beyond the generation (Azure's content-filter results), or null. */
   readonly providerMetadata: Readonly<Record<string, unknown>> | null;
@@ -101,12 +105,13 @@ export interface GenerationRecord {
  * the upstream's status, code, type and param (no text of the request); the upstream's message
  * too with `keepUpstreamErrorMessage` (`records.keep_upstream_error_message`), whatever the
  * retention. `detail` is JSON of `attempts`, `routing_reason`, `dropped_parameters`, `warnings`,
- * then `provider_metadata` when the upstream gave some (Azure's content-filter results),
+ * then `credential` (the `api_keys` label that served) when the provider has several keys, `provider_metadata` when the upstream gave some (Azure's content-filter results),
  * `cache_hit: true` on a cache hit and `error` on a failure, in that order.
  */
 export function generationRow(record: GenerationRecord, keepUpstreamErrorMessage: boolean): GenerationsTable {
   const u = record.usage;
   const detail: Record<string, unknown> = { attempts: record.attempts, routing_reason: record.routingReason, dropped_parameters: record.dropped, warnings: record.warnings };
+  if (record.credential != null) detail.credential = record.credential;
   if (record.providerMetadata !== null) detail.provider_metadata = record.providerMetadata;
   if (record.cacheHit) detail.cache_hit = true;
   if (record.errorCode !== null && record.status === 'error') detail.error = recordedError(record, keepUpstreamErrorMessage);

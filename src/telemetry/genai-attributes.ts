@@ -98,6 +98,8 @@ export function attemptEndAttributes(draft: GenerationDraft, attempt: RecordedAt
     'http.response.status_code': attempt.status ?? undefined,
     'error.type': attempt.error_code ?? undefined,
     'op.latency_ms': attempt.latency_ms,
+    // The label of the provider's `api_keys` entry (never the key); unset with one key.
+    'op.attempt.credential': attempt.credential,
   };
   if (answered) {
     const u = draft.usage;

@@ -87,6 +87,7 @@ function routing(g: Generation): HTMLElement {
             { title: '#', numeric: true, cell: (a) => a.n },
             { title: 'Endpoint', className: 'mono', cell: (a) => a.endpoint },
             { title: 'Provider', cell: (a) => a.provider },
+            ...(attempts.some((a) => a.credential !== undefined) ? [{ title: 'Key', className: 'mono', cell: (a: Attempt) => a.credential ?? '' }] : []),
             { title: 'Model', cell: (a) => a.model },
             { title: 'Reason', cell: (a) => h('code', null, a.reason) },
             { title: 'HTTP', numeric: true, cell: (a) => (a.status === null ? 'no answer' : String(a.status)) },

@@ -4,6 +4,8 @@ import { GatewayError, toGatewayError } from '../../errors/gateway-error.js';
 import { affordableOutputTokens, worstCaseCost, worstCaseOutputTokens } from '../../limits/credit.js';
 import type { ResolvedEndpoint } from '../../routing/resolved-endpoint.js';
 import type { PlannedEndpoint } from '../../routing/route-plan.js';
+import { CREDENTIAL_AUTH_COOLDOWN_MS, CREDENTIAL_RATE_LIMIT_COOLDOWN_MS, type ResolvedCredential } from '../../routing/provider-credentials.js';
+import type { RecordedAttempt } from '../../store/generation-row.js';
 import type { CreditLimit } from '../stages/admit.js';
 import type { ClientSink } from '../state/client-sink.js';
 import type { ResponseState } from '../state/response-state.js';
@@ -55,7 +57,10 @@ const NO_HOLD: CreditHold = { reserved: 0n, token: '' };
  * interceptors wrap `dispatch` (each a plain function: no closure, no await added): the attempt budget ({@link checkBudget}:
  * `routing.max_attempts`, `routing.request_deadline_ms`), the credit hold ({@link holdCredit},
  * settled to the attempt's cost after), the endpoint's health ({@link noteAnswered} with the
- * sticky route, {@link noteFailure}). Returns when an attempt answered (the answer, or a
+ * sticky route, {@link noteFailure}). A provider with `api_keys` is called with one of its keys
+ * (weighted, not cooling); a 429 or auth failure of that key cools the key, not the endpoint
+ * ({@link noteCredentialFailure}), and the same endpoint is tried again at once with another
+ * of its keys while one is left. Returns when an attempt answered (the answer, or a
  * stream's error event, is with the client).
  * @throws GatewayError the last attempt's error, `attempts_exhausted`, `endpoints_unavailable`
  *   or `client_closed_request`, when nothing was answered.
@@ -65,12 +70,21 @@ export async function runAttempts(o: AttemptLoopOptions): Promise<void> {
   const routing = rt.config.routing;
   let lastError: GatewayError | undefined;
   let skipModel: string | undefined;
+  // Keys (of providers with `api_keys`) that failed this request for their own sake; made on the first.
+  let failedKeys: Set<string> | undefined;
+  // The same endpoint again with another of its keys (after a key's 429 or auth failure).
+  let nextKey = false;
   const deadline = routing.request_deadline_ms > 0 ? draft.startedAt + routing.request_deadline_ms : Number.POSITIVE_INFINITY;
-  for (const planned of plan) {
+  for (let i = 0; i < plan.length; i++) {
+    const planned = nextKey ? { target: plan[i]!.target, reason: `${plan[i]!.reason}:next-key` } : plan[i]!;
+    nextKey = false;
     const target = planned.target;
     if (state.clientGone.aborted) break;
     if (skipModel === target.model.id) continue;
     checkBudget(o, deadline, lastError);
+    // A provider with `api_keys`: one of its keys, by weight, among those not cooling.
+    const credential = target.credentials === undefined ? undefined : rt.health.credentials.pick(target.credentials, rt.random, failedKeys);
+    if (target.credentials !== undefined && credential === undefined) continue;
     const hold = credit ? await holdCredit(o, credit, target) : NO_HOLD;
     if (hold instanceof GatewayError) {
       lastError = hold;
@@ -81,21 +95,24 @@ export async function runAttempts(o: AttemptLoopOptions): Promise<void> {
       if (credit) await settleQuietly(rt, credit, hold.reserved, 0n, hold.token);
       continue;
     }
-    const adapter = runtimeAdapter(rt, target.provider);
-    const lane = chooseLane(o.input, target, adapter);
+    // The endpoint as called: with the chosen key's provider view (built once with the catalog).
+    const called = credential?.target ?? target;
+    const adapter = runtimeAdapter(rt, called.provider);
+    const lane = chooseLane(o.input, called, adapter);
     const started = performance.now();
     const costBefore = draft.costPico;
     const index = draft.attempts.length;
     const propagation = publishAttemptStart(draft, target, index, planned.reason);
+    draft.credential = credential?.label ?? null;
     let err: GatewayError | undefined;
     let status: number | null;
     try {
-      status = await runUpstreamAttempt({ rt, input: o.input, draft, sink: o.sink, state, target, adapter, lane, prompt: o.prompt, reason: planned.reason, propagation });
+      status = await runUpstreamAttempt({ rt, input: o.input, draft, sink: o.sink, state, target: called, adapter, lane, prompt: o.prompt, reason: planned.reason, propagation });
     } catch (thrown) {
       err = toGatewayError(thrown);
       status = typeof err.metadata?.upstream_status === 'number' ? err.metadata.upstream_status : null;
     }
-    const latency = recordAttempt(draft, planned, index, status, err, started);
+    const latency = recordAttempt(draft, planned, index, status, err, started, credential?.label);
     if (err === undefined) {
       if (credit) await settleQuietly(rt, credit, hold.reserved, draft.costPico, hold.token);
       noteAnswered(o, target, latency, started);
@@ -103,21 +120,50 @@ export async function runAttempts(o: AttemptLoopOptions): Promise<void> {
     }
     // A failed attempt costs what it generated (a stream cut after its first byte, or cancelled).
     if (credit) await settleQuietly(rt, credit, hold.reserved, draft.costPico > costBefore ? draft.costPico - costBefore : 0n, hold.token);
-    noteFailure(rt, target, err, latency);
+    const keyFailed = credential !== undefined && noteCredentialFailure(rt, credential, err);
+    if (keyFailed) rt.health.release(target.id);
+    else noteFailure(rt, target, err, latency);
     if (state.outputStarted || state.clientGone.aborted) throw err;
     lastError = err;
+    if (keyFailed) {
+      (failedKeys ??= new Set()).add(credential.key);
+      if (rt.health.credentials.anyUsable(target.credentials!, failedKeys)) {
+        rt.log.warn({ reqId: draft.requestId, endpoint: target.id, credential: credential.label, code: err.code }, 'upstream attempt failed for its key; trying the endpoint with another key');
+        nextKey = true;
+        i--;
+        continue;
+      }
+    }
     if (REQUEST_CAUSED.has(err.code) || err.scope === 'request') {
       // The request itself was refused: other endpoints of this model would refuse it too;
       // `models` may still answer (OpenRouter falls back across models on any error).
       skipModel = target.model.id;
-      const position = plan.indexOf(planned);
-      if (!plan.some((p, i) => i > position && p.target.model.id !== target.model.id)) throw err;
+      if (!plan.some((p, j) => j > i && p.target.model.id !== target.model.id)) throw err;
     }
-    const last = plan.indexOf(planned) === plan.length - 1;
+    const last = i === plan.length - 1;
     rt.log.warn({ reqId: draft.requestId, endpoint: target.id, code: err.code }, last ? 'upstream attempt failed; no endpoint left to try' : 'upstream attempt failed; trying the next endpoint');
   }
   if (state.clientGone.aborted) throw new GatewayError('client_closed_request', 'the client closed the connection');
   throw lastError ?? new GatewayError('endpoints_unavailable', `every endpoint of ${JSON.stringify(o.input.chat.model)} is temporarily unavailable`, { retryAfterSeconds: 1 });
+}
+
+/**
+ * A failed attempt made with one of a provider's `api_keys`: a 429 (`upstream_rate_limited`)
+ * cools that key for its `Retry-After` (else {@link CREDENTIAL_RATE_LIMIT_COOLDOWN_MS}), capped
+ * at `routing.retry_after_cap_ms`; an auth failure (`upstream_auth_failed`, the upstream's
+ * 401/403) cools it for {@link CREDENTIAL_AUTH_COOLDOWN_MS}. The endpoint is then not marked
+ * (its other keys may serve; when every key cools, routing skips it as cooling).
+ * @returns whether the failure was the key's (then the endpoint's health is left alone).
+ */
+function noteCredentialFailure(rt: GatewayRuntime, credential: ResolvedCredential, err: GatewayError): boolean {
+  if (err.code === 'upstream_auth_failed') {
+    rt.health.credentials.cool(credential, CREDENTIAL_AUTH_COOLDOWN_MS, 'auth');
+    return true;
+  }
+  if (err.code !== 'upstream_rate_limited') return false;
+  const asked = err.retryAfterSeconds !== undefined ? err.retryAfterSeconds * 1000 : CREDENTIAL_RATE_LIMIT_COOLDOWN_MS;
+  rt.health.credentials.cool(credential, Math.min(asked, rt.config.routing.retry_after_cap_ms), 'rate_limit');
+  return true;
 }
 
 /**
@@ -170,13 +216,15 @@ async function holdCredit(o: AttemptLoopOptions, credit: CreditLimit, target: Re
  * Close one attempt's record: its entry at `index` of `draft.attempts` (endpoint, upstream
  * `status`, error code — `err`'s, else the draft's for a stream that failed after its first
  * byte —, latency since `started`, a `performance.now()` time, the router's reason; a failed
- * attempt replaces any entry it left behind), then the attempt-end event. Synchronous.
+ * attempt replaces any entry it left behind; `credential`: the label of the provider's
+ * `api_keys` entry it used), then the attempt-end event. Synchronous.
  * @returns the attempt's latency in ms.
  */
-function recordAttempt(draft: GenerationDraft, planned: PlannedEndpoint, index: number, status: number | null, err: GatewayError | undefined, started: number): number {
+function recordAttempt(draft: GenerationDraft, planned: PlannedEndpoint, index: number, status: number | null, err: GatewayError | undefined, started: number, credential: string | undefined): number {
   const target = planned.target;
   const latency = Math.round(performance.now() - started);
-  const attempt = { endpoint: target.id, provider: target.provider.id, model: target.model.id, status, error_code: err ? err.code : draft.errorCode, latency_ms: latency, reason: planned.reason };
+  const attempt: RecordedAttempt = { endpoint: target.id, provider: target.provider.id, model: target.model.id, status, error_code: err ? err.code : draft.errorCode, latency_ms: latency, reason: planned.reason };
+  if (credential !== undefined) attempt.credential = credential;
   if (err) draft.attempts.splice(index, draft.attempts.length - index, attempt);
   else draft.attempts.push(attempt);
   if (attemptEnd.hasSubscribers) attemptEnd.publish({ draft, target, index, attempt, error: err } satisfies AttemptEndEvent);

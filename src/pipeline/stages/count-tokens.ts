@@ -51,7 +51,9 @@ export async function countMessagesTokens(
   resolveModelNames(chat, rt.catalog, rt.config);
   await admitWithoutCredit(rt, key, chat, rateHeaders);
   const prompt = new PromptSize(chat.messages, chat.tools);
-  const first = planRoute(chat, { catalog: rt.catalog, health: rt.health, random: rt.random }, prompt).endpoints[0]!.target;
+  const planned = planRoute(chat, { catalog: rt.catalog, health: rt.health, random: rt.random }, prompt).endpoints[0]!.target;
+  // A provider with `api_keys`: counted with one of its keys not cooling, by weight.
+  const first = (planned.credentials === undefined ? undefined : rt.health.credentials.pick(planned.credentials, rt.random))?.target ?? planned;
   const count = runtimeAdapter(rt, first.provider).native.messages?.countTokens;
   if (count !== undefined) {
     try {

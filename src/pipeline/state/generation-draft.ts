@@ -39,6 +39,8 @@ export class GenerationDraft implements GenerationRecord {
   extraHeaders: Record<string, string> = {};
   /** Why the endpoint that answered was chosen. */
   routingReason: string | null = null;
+  /** The label of the `api_keys` entry of the last attempt (the one that served, on success), or null (a provider with one key). */
+  credential: string | null = null;
   /** Conversion adjustments of the attempt that answered (clamped values …). */
   warnings: string[] = [];
   /**

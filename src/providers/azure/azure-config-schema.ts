@@ -89,6 +89,8 @@ export const azureConfigSchema = {
     azure_api_version: apiVersion.optional(),
   },
   requiresBaseUrl: true,
+  /** With `entra` the key is never sent, so several keys would mean nothing. */
+  refuseApiKeys: (provider) => (provider.entra !== undefined ? 'an azure provider with entra authenticates with Entra ID tokens, not keys: remove api_keys, or entra' : undefined),
   embeddingInputs: 'text-or-tokens',
   /** Azure OpenAI takes at most 2048 inputs per embeddings call. */
   embeddingBatchLimit: 2048,

@@ -25,13 +25,15 @@ export interface AzureAuth {
   /** Where credentials come from, for messages (`api_key`, `entra client_secret` …); never a secret. */
   readonly source: string;
   /**
-   * The auth header of one call.
+   * The auth header of one call. `target`: the endpoint as called; with `api_key` auth its
+   * provider's key is sent, so each view of a provider's `api_keys` (routing/provider-credentials.ts)
+   * sends its own key (one header object per view, made on its first call). Entra ID ignores it.
    * @throws GatewayError `upstream_auth_failed` when no token can be obtained: the message names
    *   the scope, the credential source and the library's reason (secrets redacted, cut to 600
    *   characters; no provider-id prefix, the id is in `metadata.provider_name`, as for every
    *   client-safe upstream error); the attempt fails over to the next endpoint.
    */
-  headers(): Promise<Record<string, string>>;
+  headers(target?: { readonly provider: Pick<ProviderConfig, 'api_key'> }): Promise<Record<string, string>>;
 }
 
 /** Longest library reason quoted in an `upstream_auth_failed` message, in characters. */
@@ -88,7 +90,20 @@ export function createAzureAuth(provider: Pick<ProviderConfig, 'id' | 'api_key'>
   if (entra === undefined) {
     const headers: Record<string, string> = provider.api_key ? { 'api-key': provider.api_key } : {};
     const ready = Promise.resolve(headers);
-    return { source: 'api_key', headers: () => ready };
+    const perKey = new WeakMap<object, Promise<Record<string, string>>>();
+    return {
+      source: 'api_key',
+      headers: (target) => {
+        const p = target?.provider;
+        if (p === undefined || p.api_key === provider.api_key) return ready;
+        const known = perKey.get(p);
+        if (known !== undefined) return known;
+        const own: Record<string, string> = p.api_key ? { 'api-key': p.api_key } : {};
+        const made = Promise.resolve(own);
+        perKey.set(p, made);
+        return made;
+      },
+    };
   }
   const source = entraSource(entra);
   const secrets = [entra.client_secret, entra.certificate_password].filter((s): s is string => typeof s === 'string' && s !== '');

@@ -65,10 +65,10 @@ export function azureSite(auth: Readonly<Record<string, string>>): OpenAIWireSit
  *   conversion's errors otherwise.
  */
 export async function convertToAzureChatRequest(req: ChatRequest, target: ProviderTarget, stream: boolean, auth: AzureAuth): Promise<UpstreamCall> {
-  return convertToOpenAIChatRequest(req, target, stream, azureSite(await auth.headers()));
+  return convertToOpenAIChatRequest(req, target, stream, azureSite(await auth.headers(target)));
 }
 
 /** The upstream embeddings call of an `azure` endpoint (`/embeddings` in its family). */
 export async function convertToAzureEmbeddingRequest(req: EmbeddingRequest, target: ProviderTarget, auth: AzureAuth): Promise<UpstreamCall> {
-  return convertToOpenAIEmbeddingRequest(req, target, azureSite(await auth.headers()));
+  return convertToOpenAIEmbeddingRequest(req, target, azureSite(await auth.headers(target)));
 }

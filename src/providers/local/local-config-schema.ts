@@ -40,6 +40,8 @@ export const localConfigSchema = {
   },
   endpointFields: {},
   requiresBaseUrl: false,
+  /** The built-in engine is reached with a per-process token of its own, never a configured key. */
+  refuseApiKeys: () => 'kind "local" (the built-in engine) takes no key: remove api_keys',
   /** The engine tokenizes strings, or takes token ids as given. */
   embeddingInputs: 'text-or-tokens',
 } as const satisfies ProviderKindSchema<'local'>;

@@ -54,6 +54,8 @@ export const vertexConfigSchema = {
     const vertex = provider.vertex as { publisher?: unknown } | undefined;
     return endpoint.embeddings === true && vertex?.publisher === 'anthropic' ? 'embeddings: a vertex provider of publisher "anthropic" (Claude) serves no embeddings; use one of publisher "google"' : undefined;
   },
+  /** Vertex authenticates with Google credentials (`vertex.key_file`, ADC), never a key. */
+  refuseApiKeys: () => 'kind "vertex" authenticates with Google credentials (vertex.key_file or Application Default Credentials), not keys: remove api_keys',
   /** `:predict` embeds text only (publisher `google`; Claude serves no embeddings). */
   embeddingInputs: 'text',
   /** `:predict` takes at most 250 instances per call for the text-embedding models. */

@@ -22,7 +22,7 @@ function errorMessageOf(row: GenerationsTable): string | null {
 
 /** The public shape of a generation record (`GET /v1/generation`), OpenRouter's field names where they exist. */
 export function generationObject(row: GenerationsTable) {
-  const detail = JSON.parse(row.detail) as { attempts: unknown[]; dropped_parameters: string[]; warnings?: string[]; routing_reason?: string | null; cache_hit?: boolean; error?: RecordedError; provider_metadata?: Record<string, unknown> };
+  const detail = JSON.parse(row.detail) as { attempts: unknown[]; dropped_parameters: string[]; warnings?: string[]; routing_reason?: string | null; cache_hit?: boolean; error?: RecordedError; provider_metadata?: Record<string, unknown>; credential?: string };
   return {
     id: row.id,
     request_id: row.request_id,
@@ -62,6 +62,8 @@ export function generationObject(row: GenerationsTable) {
     retention: row.retention === 'none' ? 'none' : Number(row.retention),
     provider_responses: detail.attempts,
     routing_reason: detail.routing_reason ?? null,
+    /** The label of the provider's `api_keys` entry that served (the last attempt's on a failure; each attempt's in `provider_responses[].credential`); null for a provider with one key. Never the key. */
+    credential: detail.credential ?? null,
     dropped_parameters: detail.dropped_parameters,
     warnings: detail.warnings ?? [],
     /** What the upstream said beyond the generation (Azure's content-filter results), or null. */

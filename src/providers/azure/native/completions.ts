@@ -14,6 +14,6 @@ export function azureCompletionsLane(auth: AzureAuth): NativeLane<CompletionRequ
     native: true,
     operation: 'text-completion',
     requires: 'supports_text_completions',
-    buildCall: async (req, target, stream) => convertToOpenAICompletionRequest(req, target, stream, azureSite(await auth.headers())),
+    buildCall: async (req, target, stream) => convertToOpenAICompletionRequest(req, target, stream, azureSite(await auth.headers(target))),
   };
 }

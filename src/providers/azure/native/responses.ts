@@ -14,6 +14,6 @@ export function azureResponsesLane(auth: AzureAuth): NativeLane<Record<string, u
   return {
     native: true,
     operation: 'responses',
-    buildCall: async (req, target, stream) => convertToOpenAIResponsesRequest(req, target, stream, azureSite(await auth.headers())),
+    buildCall: async (req, target, stream) => convertToOpenAIResponsesRequest(req, target, stream, azureSite(await auth.headers(target))),
   };
 }
