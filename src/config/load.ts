@@ -122,6 +122,11 @@ const API_KEYS_REFUSALS: ReadonlyMap<string, NonNullable<ProviderKindSchema['ref
   KIND_SCHEMAS.flatMap((k) => ('refuseApiKeys' in k ? [[k.kind, k.refuseApiKeys] as const] : [])),
 );
 
+/** The kinds' checks of a provider's fields together (a kind's `checkProvider`), by kind. */
+const PROVIDER_CHECKS: ReadonlyMap<string, NonNullable<ProviderKindSchema['checkProvider']>> = new Map(
+  KIND_SCHEMAS.flatMap((k) => ('checkProvider' in k ? [[k.kind, k.checkProvider] as const] : [])),
+);
+
 /**
  * Checks of a provider's `api_keys` (credentials-schema.ts) the schema cannot express: not with
  * `api_key`, labels unique, a kind whose auth is a key. `at` is `providers[i]`.
@@ -185,6 +190,8 @@ function checkReferences(raw: unknown): string[] {
       if (p[field] === undefined) issues.push(`providers[${i}].${field}: required for kind "${p.kind}"`);
     }
     issues.push(...checkApiKeys(p, `providers[${i}]`));
+    const refused = typeof p.kind === 'string' ? PROVIDER_CHECKS.get(p.kind)?.(p) : undefined;
+    if (refused !== undefined) issues.push(`providers[${i}].${refused}`);
     if (baseUrl && !/^https?:\/\//.test(baseUrl)) {
       issues.push(`providers[${i}].base_url: must start with http:// or https://`);
     }

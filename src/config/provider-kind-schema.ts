@@ -58,6 +58,12 @@ export interface ProviderKindSchema<K extends string = string> {
    * message, or undefined when `api_keys` is accepted. Unset: every provider of the kind may.
    */
   readonly refuseApiKeys?: (provider: Readonly<Record<string, unknown>>) => string | undefined;
+  /**
+   * A check of a provider's own fields together that the schema cannot express (read loosely,
+   * as in {@link checkEndpoint}): returns `<provider field>: <message>` for a refused provider,
+   * else undefined. Unset: no such check.
+   */
+  readonly checkProvider?: (provider: Readonly<Record<string, unknown>>) => string | undefined;
 }
 
 /** The intersection of a union (`A | B` → `A & B`): the merged shapes of every kind. */

@@ -323,6 +323,7 @@ describe('azure config', () => {
     assert.match(issues(provider({ entra: { authority_host: 'http://login.example' } })), /providers\[0\]\.entra\.authority_host: must be an https URL/);
     assert.match(issues(provider({ entra: { credential: 'magic' } })), /providers\[0\]\.entra\.credential/);
     assert.equal(issues(provider({ entra: { credential: 'managed_identity', client_id: 'c' } })), '');
+    assert.match(issues(provider({ api_key: 'k', entra: { credential: 'managed_identity' } })), /providers\[0\]\.api_key: an azure provider with entra authenticates with Entra ID tokens and never sends api_key/);
     const parsed = parseConfig(provider({ entra: {} }), 'test');
     assert.deepEqual(parsed.providers[0]!.entra, { credential: 'default', scope: 'https://cognitiveservices.azure.com/.default' });
     assert.match(issues({ ...provider({}), providers: [{ id: 'az', kind: 'azure' }] }), /base_url/);

@@ -90,6 +90,9 @@ export const azureConfigSchema = {
   },
   requiresBaseUrl: true,
   /** With `entra` the key is never sent, so several keys would mean nothing. */
+  /** With `entra` the key would never be sent: both given is a mistake to report, not to guess at. */
+  checkProvider: (provider) =>
+    provider.entra !== undefined && provider.api_key !== undefined ? 'api_key: an azure provider with entra authenticates with Entra ID tokens and never sends api_key: remove one of them' : undefined,
   refuseApiKeys: (provider) => (provider.entra !== undefined ? 'an azure provider with entra authenticates with Entra ID tokens, not keys: remove api_keys, or entra' : undefined),
   embeddingInputs: 'text-or-tokens',
   /** Azure OpenAI takes at most 2048 inputs per embeddings call. */
