@@ -35,7 +35,18 @@ export interface UpstreamCall {
   dropped: string[];
   /** Adjustments made while converting (e.g. a sampling value clamped), kept in the generation record. */
   warnings?: string[];
+  /**
+   * How a streamed answer is framed: `sse` (the default: Server-Sent Events) or
+   * `aws-eventstream` (AWS's binary event stream, `application/vnd.amazon.eventstream`:
+   * Bedrock's ConverseStream and InvokeModelWithResponseStream), whose messages reach the
+   * stream transform as `{event, data}` (the `:event-type` header, or `:exception-type` for an
+   * exception, and the payload text).
+   */
+  streamFraming?: StreamFraming;
 }
+
+/** The stream framings the attempt reads (see {@link UpstreamCall.streamFraming}). */
+export type StreamFraming = 'sse' | 'aws-eventstream';
 
 /** Turns a provider's stream events into {@link StreamPart}s; one instance per stream. */
 export interface StreamTransform {

@@ -5,8 +5,8 @@ import type { ClientApi, GenerationIngress, StreamEncoder } from '../../ingress/
 import { ingressForApi } from '../../ingress/registry.js';
 import type { StreamTransform, UpstreamCall } from '../../providers/types.js';
 import { transportErrorToGatewayError } from '../../providers/upstream-errors.js';
-import type { EventSourceMessage } from 'eventsource-parser';
 import { SseReader } from '../../upstream/sse-events.js';
+import { AwsEventStreamReader } from '../../upstream/aws-event-stream.js';
 import type { UpstreamExchange } from '../../upstream/upstream-exchange.js';
 import { identityFor, replyFailure, responseHeaders, sendStreamHeaders, stopKeepAlive } from '../stages/client-response.js';
 import { keepContent, meterAttempt } from '../stages/finish.js';
@@ -243,8 +243,11 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
       relay.raw = a.lane.relayUpstream === true;
       // One await per upstream read (and per part only when the client's socket is full); the
       // events of a read are parsed and relayed synchronously.
-      const reader = new SseReader(rt.config.server.upstream_max_event_bytes, target.provider.id);
-      const relayEvents = async (events: EventSourceMessage[]): Promise<boolean> => {
+      // The call's framing picks the reader: SSE for every kind but Bedrock's binary event stream.
+      const reader = call.streamFraming === 'aws-eventstream'
+        ? new AwsEventStreamReader(rt.config.server.upstream_max_event_bytes, target.provider.id)
+        : new SseReader(rt.config.server.upstream_max_event_bytes, target.provider.id);
+      const relayEvents = async (events: ReadonlyArray<{ data: string; event?: string | undefined }>): Promise<boolean> => {
         for (const event of events) {
           if (relay.raw) {
             const full = relay.relayEvent(event, transform.push(event));
