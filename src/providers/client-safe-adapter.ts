@@ -43,6 +43,7 @@ export function withClientSafeErrors(adapter: ProviderAdapter, provider: Provide
     },
     parseErrorResponse: (status, headers, bodyText) => clientSafeUpstreamError(adapter.parseErrorResponse(status, headers, bodyText), ref),
   };
+  if (adapter.responseMetadata) wrapped.responseMetadata = adapter.responseMetadata.bind(adapter);
   if (adapter.buildEmbeddingCall) wrapped.buildEmbeddingCall = adapter.buildEmbeddingCall.bind(adapter);
   if (adapter.parseEmbeddingResult) {
     const parse = adapter.parseEmbeddingResult.bind(adapter);

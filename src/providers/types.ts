@@ -156,6 +156,12 @@ export interface ProviderAdapter {
   parseResult(body: unknown, operation: UpstreamOperation): ChatResult;
   /** A new stream transform for one streamed response. */
   createStreamTransform(operation: UpstreamOperation): StreamTransform;
+  /**
+   * What a 2xx answer's headers say for the generation record's `detail.provider_metadata`
+   * (Bedrock's `x-amzn-RequestId` as `aws_request_id`), merged under what the body or stream
+   * gave; null when nothing. Kinds with none leave it out.
+   */
+  responseMetadata?(headers: Record<string, string | string[] | undefined>): Record<string, unknown> | null;
   /** Turn a non-2xx upstream response into a catalog error (keeps the upstream message). */
   parseErrorResponse(status: number, headers: Record<string, string | string[] | undefined>, bodyText: string): GatewayError;
 }

@@ -53,7 +53,8 @@ export async function completeAttempt(a: Attempt, ingress: GenerationIngress, ca
       throw new GatewayError('upstream_invalid_response', `response body is not JSON`, { metadata: { provider_name: target.provider.id } });
     }
     const result = adapter.parseResult(json, a.lane.operation);
-    if (result.providerMetadata) draft.providerMetadata = result.providerMetadata;
+    const fromHeaders = adapter.responseMetadata?.(res.headers);
+    if (result.providerMetadata || fromHeaders) draft.providerMetadata = { ...fromHeaders, ...result.providerMetadata };
     const acc = OutputAccumulator.fromResult(result);
     const costUsd = meterAttempt(draft, target, acc, a.prompt);
     keepContent(draft, input, acc);
@@ -276,7 +277,8 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
       const oddities = transform.warnings?.() ?? [];
       if (oddities.length > 0) draft.warnings = [...draft.warnings, ...oddities];
       const meta = transform.providerMetadata?.();
-      if (meta) draft.providerMetadata = meta;
+      const fromHeaders = adapter.responseMetadata?.(res.headers);
+      if (meta || fromHeaders) draft.providerMetadata = { ...fromHeaders, ...meta };
     }
     if (state.clientGone.aborted) throw clientClosed();
     if (!state.outputStarted) await relay.startOutput();

@@ -24,6 +24,11 @@ export function createBedrockAdapter(provider: ProviderConfig): ProviderAdapter 
     buildChatCall: (req, target, stream) => convertToBedrockRequest(req, target, stream, credentials),
     parseResult: (body) => convertBedrockResponse(providerId, body),
     createStreamTransform: () => createBedrockStreamTransform(providerId),
+    responseMetadata: (headers) => {
+      const id = headers['x-amzn-requestid'];
+      const value = Array.isArray(id) ? id[0] : id;
+      return value ? { aws_request_id: value } : null;
+    },
     parseErrorResponse: (status, headers, bodyText) => parseBedrockErrorResponse(providerId, status, headers, bodyText),
   };
 }

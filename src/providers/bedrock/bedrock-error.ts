@@ -114,7 +114,8 @@ export function parseBedrockErrorResponse(providerId: string, status: number, he
   const body = readBody(bodyText);
   const name = bedrockExceptionName(first(headers['x-amzn-errortype'])) ?? body.name;
   const requestId = first(headers['x-amzn-requestid']);
-  const extra = { ...body.extra, ...(requestId ? { aws_request_id: requestId } : {}) };
+  // The request id also as provider metadata: a failed generation's record keeps it (detail.provider_metadata).
+  const extra = { ...body.extra, ...(requestId ? { aws_request_id: requestId, provider_metadata: { aws_request_id: requestId } } : {}) };
   return bedrockFailure(providerId, status, name, body.message, extra, parseRetryAfter(headers['retry-after']));
 }
 
