@@ -211,12 +211,13 @@ describe('openai SDK through the gateway to Converse', () => {
 
   test('tools: a recorded toolUse answer becomes a tool call; the round trip sends toolUse, toolResult and the toolConfig', { skip: skipRecorded }, async () => {
     fake.reply({ json: loadJson(`${REC}/amazon-bedrock-tool-call.1.json`) });
-    const tools: OpenAI.Chat.Completions.ChatCompletionTool[] = [{ type: 'function', function: { name: 'bash', description: 'Run a command', parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] } } }];
+    const parameters = { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] };
+    const tools: OpenAI.Chat.Completions.ChatCompletionTool[] = [{ type: 'function', function: { name: 'bash', description: 'Run a command', parameters } }];
     const first = await openai.chat.completions.create({ model: 'anthropic/claude-sonnet-4.5', tools, tool_choice: 'required', messages: [{ role: 'user', content: 'list files' }] });
     const call = first.choices[0]?.message.tool_calls?.[0];
     assert.equal(first.choices[0]?.finish_reason, 'tool_calls');
     assert.deepEqual([call?.id, call?.type === 'function' ? call.function.name : '', call?.type === 'function' ? call.function.arguments : ''], ['tool-use-id', 'bash', '{"command":"ls -l"}']);
-    assert.deepEqual(lastCall().body.toolConfig, { tools: [{ toolSpec: { name: 'bash', description: 'Run a command', inputSchema: { json: tools[0]!.function.parameters } } }], toolChoice: { any: {} } });
+    assert.deepEqual(lastCall().body.toolConfig, { tools: [{ toolSpec: { name: 'bash', description: 'Run a command', inputSchema: { json: parameters } } }], toolChoice: { any: {} } });
 
     const second = await openai.chat.completions.create({
       model: 'anthropic/claude-sonnet-4.5',
