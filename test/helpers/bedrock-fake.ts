@@ -9,7 +9,7 @@
  *   names in `SignedHeaders`, `x-amz-date`, and the raw body (whose SHA-256 must equal a sent
  *   `x-amz-content-sha256`); the scope's service must be `bedrock`, its date that of
  *   `x-amz-date`, the clock skew under 5 minutes; a temporary key's `x-amz-security-token` must
- *   be its own. A wrong one is refused as Bedrock does: 403, `x-amzn-ErrorType:
+ *   be its own, and it is refused once expired (`ExpiredTokenException`). A wrong one is refused as Bedrock does: 403, `x-amzn-ErrorType:
  *   InvalidSignatureException` (or `UnrecognizedClientException` for an unknown key id or
  *   bearer) and the `{"message": …}` body;
  * - `POST /model/{modelId}/converse` and `/converse-stream` need a JSON body with `messages`, no
@@ -63,6 +63,8 @@ export interface BedrockReply {
 export interface FakeCredential {
   secretAccessKey: string;
   sessionToken?: string;
+  /** Epoch ms after which the key is refused (403 ExpiredTokenException). */
+  expiresAt?: number;
 }
 
 export interface BedrockFake {
@@ -161,6 +163,7 @@ export async function startBedrockFake(): Promise<BedrockFake> {
     if (!parsed) return ['MissingAuthenticationTokenException', 'Missing Authentication Token'];
     const cred = credentials.get(parsed.akid);
     if (!cred) return ['UnrecognizedClientException', 'The security token included in the request is invalid.'];
+    if (cred.expiresAt !== undefined && Date.now() > cred.expiresAt) return ['ExpiredTokenException', 'The security token included in the request is expired'];
     if (parsed.service !== 'bedrock') return ['InvalidSignatureException', `Credential should be scoped to correct service: 'bedrock'. `];
     const dateHeader = String(req.headers['x-amz-date'] ?? '');
     const signingDate = amzDate(dateHeader);
