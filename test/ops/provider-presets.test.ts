@@ -131,7 +131,7 @@ describe('provider presets: expansion', () => {
       'providers[1].kind: "anthropic" contradicts preset "groq", which is kind "openai" (leave kind out, or drop the preset)',
       `providers[2].preset: unknown provider preset 42 (known: ${known})`,
       'providers[3].kind: "nope" contradicts preset "vllm", which is kind "openai" (leave kind out, or drop the preset)',
-      "providers[3].kind: Invalid enum value. Expected 'openai' | 'anthropic' | 'gemini' | 'local' | 'azure' | 'vertex', received 'nope'",
+      "providers[3].kind: Invalid enum value. Expected 'openai' | 'anthropic' | 'gemini' | 'local' | 'azure' | 'vertex' | 'bedrock', received 'nope'",
       'models[0].endpoints[0].provider: unknown provider "missing" (known: a, b, c, d)',
     ]);
   });
