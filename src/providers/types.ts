@@ -59,6 +59,13 @@ export interface StreamTransform {
    * reading there, and anything the upstream sends after it is never relayed.
    */
   ended?(): boolean;
+  /**
+   * A pass-through lane's event as the client's API frames it, when the upstream wraps it
+   * (Bedrock's InvokeModelWithResponseStream: a `chunk` event whose `bytes` are the base64 of
+   * one Anthropic event → that event, named by its `type`). Kinds whose events are the API's own
+   * leave it out (relayed as received).
+   */
+  relayAs?(event: { data: string; event?: string | undefined }): { data: string; event?: string | undefined };
   /** Oddities of the stream worth keeping in the generation record (`detail.warnings`). */
   warnings?(): string[];
   /**
@@ -102,6 +109,12 @@ export interface NativeLane<Req = unknown> {
   readonly relayUpstream?: boolean;
   /** The endpoint flag this lane needs; unset: every endpoint of the kind serves it. */
   readonly requires?: EndpointCapability;
+  /**
+   * Whether this endpoint's model speaks the lane's format (Bedrock: only Anthropic models take
+   * the Messages body on InvokeModel); unset: every endpoint the flag allows. An endpoint it
+   * refuses is translated.
+   */
+  readonly servesModel?: (target: ProviderTarget) => boolean;
   /**
    * Build the upstream call. `headers` are the client's headers the API forwards (its
    * `forwardHeaders`, e.g. `anthropic-beta`), lower-case names.

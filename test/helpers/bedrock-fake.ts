@@ -15,6 +15,10 @@
  * - `POST /model/{modelId}/converse` and `/converse-stream` need a JSON body with `messages`, no
  *   `model` field, and a `toolConfig` whenever a message holds `toolUse` / `toolResult` (else 400
  *   ValidationException with Bedrock's words);
+ * - `POST /model/{modelId}/invoke` and `/invoke-with-response-stream` for Anthropic models need
+ *   the Messages body Bedrock takes: `anthropic_version`, `max_tokens`, `messages`, and no
+ *   `model` or `stream` (400 ValidationException "Malformed input request: …" otherwise); the
+ *   stream's events are Anthropic events sent as `chunk` frames (`{"bytes": <base64>}`);
  * - answers: the next queued {@link BedrockReply}, else a default. A stream is written as AWS
  *   event-stream frames encoded with `@smithy/eventstream-codec` (`:event-type`,
  *   `:content-type`, `:message-type`; exceptions as `:message-type: exception` frames), each
@@ -49,7 +53,8 @@ export interface BedrockCall {
 /**
  * A scripted answer: an error (`status` with `error`), a JSON body, or stream `events` in the
  * wrapped form of the recordings (`{"contentBlockDelta": {...}}`; a key ending in `Exception` is
- * an exception frame), written `split` bytes at a time (default: one write per frame).
+ * an exception frame; for InvokeModelWithResponseStream, Anthropic events `{type, …}`, sent as
+ * `chunk` frames), written `split` bytes at a time (default: one write per frame).
  */
 export interface BedrockReply {
   status?: number;
@@ -115,6 +120,36 @@ const str = (value: string) => ({ type: 'string' as const, value });
 
 /** Bedrock's random padding field `p`. */
 const padding = () => 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'.slice(0, 1 + Math.floor(Math.random() * 30));
+
+/** The default InvokeModel answer of an Anthropic model (the Messages API's message). */
+export const CLAUDE_MESSAGE = {
+  id: 'msg_bdrk_01',
+  type: 'message',
+  role: 'assistant',
+  model: 'claude-sonnet-4-5-20250929',
+  content: [{ type: 'text', text: 'Hello from Claude on Bedrock.' }],
+  stop_reason: 'end_turn',
+  stop_sequence: null,
+  usage: { input_tokens: 11, output_tokens: 7 },
+};
+
+/** The default Anthropic events of an InvokeModelWithResponseStream (each becomes one `chunk`). */
+export function claudeEvents(text = 'Hello from Claude on Bedrock.'): Json[] {
+  return [
+    { type: 'message_start', message: { ...CLAUDE_MESSAGE, content: [], stop_reason: null, usage: { input_tokens: 11, output_tokens: 1 } } },
+    { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+    { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } },
+    { type: 'content_block_stop', index: 0 },
+    { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 7 } },
+    { type: 'message_stop', 'amazon-bedrock-invocationMetrics': { inputTokenCount: 11, outputTokenCount: 7, invocationLatency: 420, firstByteLatency: 120 } },
+  ];
+}
+
+/** An Anthropic event as Bedrock's `chunk` (its JSON base64 in `bytes`); an `{"<x>Exception": …}` entry stays an exception. */
+export function asInvokeChunk(event: Json): Json {
+  if (typeof event.type !== 'string') return event;
+  return { chunk: { bytes: Buffer.from(JSON.stringify(event)).toString('base64') } };
+}
 
 /** One wrapped event (`{"<type>": payload}`) as an event-stream frame. */
 export function encodeEventFrame(event: Json): Uint8Array {
@@ -215,6 +250,17 @@ export async function startBedrockFake(): Promise<BedrockFake> {
     return null;
   }
 
+  /** InvokeModel with an Anthropic model: the Messages body Bedrock takes. */
+  function validateInvoke(body: Json): string | null {
+    if (!/anthropic\.claude/.test(decodeURIComponent(String(body.__model ?? '')))) return null;
+    if ('model' in body) return 'Malformed input request: #: extraneous key [model] is not permitted, please reformat your input and try again.';
+    if ('stream' in body) return 'Malformed input request: #: extraneous key [stream] is not permitted, please reformat your input and try again.';
+    if (typeof body.anthropic_version !== 'string') return 'Malformed input request: #: required key [anthropic_version] not found, please reformat your input and try again.';
+    if (typeof body.max_tokens !== 'number') return 'Malformed input request: #: required key [max_tokens] not found, please reformat your input and try again.';
+    if (!Array.isArray(body.messages)) return 'Malformed input request: #: required key [messages] not found, please reformat your input and try again.';
+    return null;
+  }
+
   async function writeStream(res: http.ServerResponse, events: Json[], split: number | undefined, requestId: string): Promise<void> {
     res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream', 'x-amzn-requestid': requestId, 'x-amzn-bedrock-content-type': 'application/json' });
     const frames = events.map(encodeEventFrame);
@@ -260,13 +306,17 @@ export async function startBedrockFake(): Promise<BedrockFake> {
           const invalid = validate(body);
           if (invalid) return sendError(res, 400, 'ValidationException', invalid, requestId);
         }
+        const invoke = call.operation === 'invoke' || call.operation === 'invoke-with-response-stream';
+        if (invoke) {
+          const invalid = validateInvoke({ ...body, __model: call.modelId });
+          if (invalid) return sendError(res, 400, 'ValidationException', invalid, requestId);
+        }
         const reply = queue.shift();
         if (reply?.error) return sendError(res, reply.status ?? 400, reply.error.type, reply.error.message, requestId);
-        if (call.operation === 'converse-stream' || call.operation === 'invoke-with-response-stream') {
-          return writeStream(res, reply?.events ?? converseTextEvents(), reply?.split, requestId);
-        }
+        if (call.operation === 'converse-stream') return writeStream(res, reply?.events ?? converseTextEvents(), reply?.split, requestId);
+        if (call.operation === 'invoke-with-response-stream') return writeStream(res, (reply?.events ?? claudeEvents()).map(asInvokeChunk), reply?.split, requestId);
         res.writeHead(reply?.status ?? 200, { 'content-type': 'application/json', 'x-amzn-requestid': requestId });
-        res.end(JSON.stringify(reply?.json ?? CONVERSE_TEXT));
+        res.end(JSON.stringify(reply?.json ?? (invoke ? CLAUDE_MESSAGE : CONVERSE_TEXT)));
       })().catch((err: unknown) => {
         res.writeHead(500, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ message: String(err) }));

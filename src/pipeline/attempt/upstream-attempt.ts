@@ -251,7 +251,7 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
       const relayEvents = async (events: ReadonlyArray<{ data: string; event?: string | undefined }>): Promise<boolean> => {
         for (const event of events) {
           if (relay.raw) {
-            const full = relay.relayEvent(event, transform.push(event));
+            const full = relay.relayEvent(transform.relayAs ? transform.relayAs(event) : event, transform.push(event));
             if (full) await full;
           } else {
             for (const part of transform.push(event)) {

@@ -5,6 +5,8 @@ import { parseBedrockErrorResponse } from './bedrock-error.js';
 import { createBedrockStreamTransform } from './bedrock-stream-transform.js';
 import { convertBedrockResponse } from './convert-bedrock-response.js';
 import { convertToBedrockRequest } from './convert-to-bedrock-request.js';
+import { bedrockMessagesLane } from './native/messages.js';
+import { convertAnthropicResponse } from '../anthropic/convert-anthropic-response.js';
 
 /**
  * The adapter for provider kind `bedrock` (Amazon Bedrock Runtime, per region): every model
@@ -13,16 +15,19 @@ import { convertToBedrockRequest } from './convert-to-bedrock-request.js';
  * `streamFraming: 'aws-eventstream'`). Its credential (bedrock-credentials.ts: a Bedrock API key,
  * or SigV4 over the AWS default chain) is built here, once per provider; every call awaits the
  * chain's memoized credentials and is signed over its exact bytes. Errors are Bedrock's
- * exceptions (bedrock-error.ts). The client APIs are all translated (no native lane yet).
+ * exceptions (bedrock-error.ts). `POST /v1/messages` to an Anthropic model goes through the
+ * pass-through lane (native/messages.ts: InvokeModel / InvokeModelWithResponseStream with the
+ * Messages body); every other client API, and every other model, is translated to Converse.
  * @see https://docs.aws.amazon.com/bedrock/latest/APIReference/API_Operations_Amazon_Bedrock_Runtime.html
  */
 export function createBedrockAdapter(provider: ProviderConfig): ProviderAdapter {
   const providerId = provider.id;
   const credentials = createBedrockCredentials(providerId, { api_key: provider.api_key, aws_profile: provider.bedrock?.aws_profile });
   return {
-    native: {},
+    native: { messages: bedrockMessagesLane(credentials) },
     buildChatCall: (req, target, stream) => convertToBedrockRequest(req, target, stream, credentials),
-    parseResult: (body) => convertBedrockResponse(providerId, body),
+    // A Converse answer has `output`; InvokeModel's (the Messages lane) is the Anthropic message itself.
+    parseResult: (body) => (isAnthropicMessage(body) ? convertAnthropicResponse(providerId, body) : convertBedrockResponse(providerId, body)),
     createStreamTransform: () => createBedrockStreamTransform(providerId),
     responseMetadata: (headers) => {
       const id = headers['x-amzn-requestid'];
@@ -31,4 +36,11 @@ export function createBedrockAdapter(provider: ProviderConfig): ProviderAdapter 
     },
     parseErrorResponse: (status, headers, bodyText) => parseBedrockErrorResponse(providerId, status, headers, bodyText),
   };
+}
+
+/** Whether a 2xx body is an Anthropic message (InvokeModel of the Messages lane) rather than a Converse answer. */
+function isAnthropicMessage(body: unknown): boolean {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return false;
+  const b = body as { type?: unknown; output?: unknown; content?: unknown };
+  return b.output === undefined && (b.type === 'message' || Array.isArray(b.content));
 }

@@ -2,6 +2,7 @@ import type { StreamPart } from '../../core/stream-part.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { newToolCallId } from '../../util/ids.js';
 import type { StreamTransform } from '../types.js';
+import { createAnthropicStreamTransform } from '../anthropic/anthropic-stream-transform.js';
 import { inStreamBedrockError } from './bedrock-error.js';
 import type { BedrockStreamEventWire, BedrockUsageWire } from './bedrock-wire-types.js';
 import { bedrockResultMetadata } from './convert-bedrock-response.js';
@@ -42,7 +43,7 @@ type BlockState =
  * `messageStop` (a cut stream).
  * @see https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ConverseStream.html
  */
-export function createBedrockStreamTransform(providerId: string): StreamTransform {
+export function createConverseStreamTransform(providerId: string): StreamTransform {
   const blocks = new Map<number, BlockState>();
   let toolCount = 0;
   let usage: BedrockUsageWire | undefined;
@@ -178,5 +179,70 @@ export function createBedrockStreamTransform(providerId: string): StreamTransfor
       if (u) parts.push({ type: 'usage', usage: u });
       return parts;
     },
+  };
+}
+
+/** The Anthropic event inside one InvokeModelWithResponseStream `chunk` (`{"bytes": <base64 of the event JSON>, "p": …}`), or null when it holds none. */
+export function decodeInvokeChunk(data: string): { event: string | undefined; data: string } | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data);
+  } catch {
+    return null;
+  }
+  const bytes = (parsed as { bytes?: unknown } | null)?.bytes;
+  if (typeof bytes !== 'string') return null;
+  const json = Buffer.from(bytes, 'base64').toString('utf8');
+  let type: unknown;
+  try {
+    type = (JSON.parse(json) as { type?: unknown } | null)?.type;
+  } catch {
+    return { event: undefined, data: json };
+  }
+  return { event: typeof type === 'string' ? type : undefined, data: json };
+}
+
+/**
+ * The stream transform of a Bedrock stream, whichever operation answered: ConverseStream events
+ * ({@link createConverseStreamTransform}), or InvokeModelWithResponseStream's `chunk` events (the
+ * Messages pass-through lane to Claude), whose base64 `bytes` are decoded to the Anthropic event
+ * they carry and read by the anthropic kind's transform; `relayAs` gives that decoded event
+ * (named by its `type`) for the lane to relay as Anthropic SSE. The adapter's parsers see no
+ * lane, so the events say which: the first `chunk` switches to the Anthropic reading. Exception
+ * frames are read the same way in both (error parts mapped by bedrock-error.ts).
+ * @see https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_InvokeModelWithResponseStream.html
+ */
+export function createBedrockStreamTransform(providerId: string): StreamTransform {
+  const converse = createConverseStreamTransform(providerId);
+  let anthropic: StreamTransform | undefined;
+  // relayAs and push see the same event: decode it once.
+  let lastRaw: string | undefined;
+  let lastDecoded: { event: string | undefined; data: string } | null = null;
+  const decoded = (data: string) => {
+    if (data !== lastRaw) {
+      lastRaw = data;
+      lastDecoded = decodeInvokeChunk(data);
+    }
+    return lastDecoded;
+  };
+  return {
+    push(event) {
+      if (event.event === 'chunk') {
+        anthropic ??= createAnthropicStreamTransform(providerId);
+        const inner = decoded(event.data);
+        return inner ? anthropic.push(inner) : [];
+      }
+      return converse.push(event);
+    },
+    relayAs(event) {
+      if (event.event !== 'chunk') {
+        // An exception frame: Anthropic's error event shape (the relay ends with the API's own error event anyway).
+        return event;
+      }
+      return decoded(event.data) ?? event;
+    },
+    flush: () => (anthropic ? anthropic.flush() : converse.flush()),
+    usage: () => (anthropic ? (anthropic.usage?.() ?? null) : (converse.usage?.() ?? null)),
+    providerMetadata: () => (anthropic ? null : (converse.providerMetadata?.() ?? null)),
   };
 }
