@@ -19,6 +19,9 @@
  *   the Messages body Bedrock takes: `anthropic_version`, `max_tokens`, `messages`, and no
  *   `model` or `stream` (400 ValidationException "Malformed input request: …" otherwise); the
  *   stream's events are Anthropic events sent as `chunk` frames (`{"bytes": <base64>}`);
+ * - `/invoke` of a Titan Text Embeddings or Cohere Embed model answers vectors (see
+ *   {@link fakeVector}), refusing a body that model would refuse (Titan: one `inputText`; Cohere:
+ *   1 to 96 `texts` and an `input_type`);
  * - answers: the next queued {@link BedrockReply}, else a default. A stream is written as AWS
  *   event-stream frames encoded with `@smithy/eventstream-codec` (`:event-type`,
  *   `:content-type`, `:message-type`; exceptions as `:message-type: exception` frames), each
@@ -149,6 +152,31 @@ export function claudeEvents(text = 'Hello from Claude on Bedrock.'): Json[] {
 export function asInvokeChunk(event: Json): Json {
   if (typeof event.type !== 'string') return event;
   return { chunk: { bytes: Buffer.from(JSON.stringify(event)).toString('base64') } };
+}
+
+/** The fake's vector of a text: `n` numbers derived from its length and first character. */
+export const fakeVector = (text: string, n: number): number[] => Array.from({ length: n }, (_, i) => Number(((text.length + i) / 100 + (text.charCodeAt(0) % 7) / 1000).toFixed(4)));
+
+/** Whitespace-separated words: the fake's token count. */
+const words = (text: string): number => text.split(/\s+/).filter(Boolean).length;
+
+/**
+ * A Titan (`{inputText, dimensions?}` → `{embedding, inputTextTokenCount}`) or Cohere (`{texts
+ * (≤ 96), input_type}` → `{id, response_type, embeddings, texts}`) answer, or Bedrock's
+ * validation message for a body that model refuses.
+ */
+function embeddingAnswer(modelId: string, body: Json): { body: Json; tokens: number } | string {
+  if (/titan-embed/.test(modelId)) {
+    if (typeof body.inputText !== 'string') return 'Malformed input request: #: required key [inputText] not found, please reformat your input and try again.';
+    if ('texts' in body) return 'Malformed input request: #: extraneous key [texts] is not permitted, please reformat your input and try again.';
+    const dims = typeof body.dimensions === 'number' ? body.dimensions : 8;
+    return { body: { embedding: fakeVector(body.inputText, dims), embeddingsByType: { float: fakeVector(body.inputText, dims) }, inputTextTokenCount: words(body.inputText) }, tokens: words(body.inputText) };
+  }
+  if (!Array.isArray(body.texts) || body.texts.length === 0) return 'Malformed input request: #: required key [texts] not found, please reformat your input and try again.';
+  if (body.texts.length > 96) return `Malformed input request: #/texts: expected maxItems: 96, actual: ${body.texts.length}, please reformat your input and try again.`;
+  if (typeof body.input_type !== 'string') return 'Malformed input request: #: required key [input_type] not found, please reformat your input and try again.';
+  const texts = body.texts as string[];
+  return { body: { id: randomUUID(), response_type: 'embeddings_floats', embeddings: texts.map((t) => fakeVector(t, 6)), texts }, tokens: texts.reduce((n, t) => n + words(t), 0) };
 }
 
 /** One wrapped event (`{"<type>": payload}`) as an event-stream frame. */
@@ -310,6 +338,12 @@ export async function startBedrockFake(): Promise<BedrockFake> {
         if (invoke) {
           const invalid = validateInvoke({ ...body, __model: call.modelId });
           if (invalid) return sendError(res, 400, 'ValidationException', invalid, requestId);
+        }
+        if (call.operation === 'invoke' && /titan-embed|cohere\.embed/.test(call.modelId)) {
+          const answer = embeddingAnswer(call.modelId, body);
+          if (typeof answer === 'string') return sendError(res, 400, 'ValidationException', answer, requestId);
+          res.writeHead(200, { 'content-type': 'application/json', 'x-amzn-requestid': requestId, 'x-amzn-bedrock-input-token-count': String(answer.tokens) });
+          return res.end(JSON.stringify(answer.body));
         }
         const reply = queue.shift();
         if (reply?.error) return sendError(res, reply.status ?? 400, reply.error.type, reply.error.message, requestId);

@@ -25,7 +25,7 @@ import { NodeHttpHandler } from '@smithy/node-http-handler';
 import OpenAI from 'openai';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { fixturesAvailable, loadChunks, loadJson } from '../helpers/replay-upstream.js';
-import { CONVERSE_TEXT, SIGNATURE_MISMATCH, startBedrockFake, type BedrockFake } from '../helpers/bedrock-fake.js';
+import { CONVERSE_TEXT, fakeVector, SIGNATURE_MISMATCH, startBedrockFake, type BedrockFake } from '../helpers/bedrock-fake.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -77,6 +77,8 @@ before(async () => {
         ],
       },
       { id: 'amazon/nova-key', context_length: 300_000, architecture: { input_modalities: ['text', 'image', 'file'] }, endpoints: [{ provider: 'br-key', upstream_model: 'amazon.nova-pro-v1:0', supported_parameters: SUPPORTED }] },
+      { id: 'amazon/titan-embed-text-v2', context_length: 8192, endpoints: [{ provider: 'br-east', upstream_model: 'amazon.titan-embed-text-v2:0', embeddings: true, max_embedding_inputs: 1, pricing: { prompt: 0.02 } }] },
+      { id: 'cohere/embed-english-v3', context_length: 512, endpoints: [{ provider: 'br-key', upstream_model: 'cohere.embed-english-v3', embeddings: true }] },
       { id: 'amazon/nova-wrong', context_length: 300_000, endpoints: [{ provider: 'br-wrong', upstream_model: 'amazon.nova-pro-v1:0', supported_parameters: SUPPORTED }] },
     ],
   }, { random: () => 0 }); // weighted-random routing picks the first listed endpoint first
@@ -252,6 +254,31 @@ describe('openai SDK through the gateway to Converse', () => {
     assert.equal(res.choices[0]?.message.content, 'Hello from Bedrock.');
     assert.equal(lastCall().principal, `bearer:${API_KEY}`);
     assert.equal(lastCall().headers['x-amz-date'], undefined);
+  });
+});
+
+describe('embeddings through InvokeModel', () => {
+  test('Titan: one inputText per call (three inputs, three calls), dimensions sent, the upstream\'s token counts in the usage', async () => {
+    const before = fake.calls.length;
+    const res = await openai.embeddings.create({ model: 'amazon/titan-embed-text-v2', input: ['one two', 'three', 'four five six'], dimensions: 4, encoding_format: 'float' });
+    assert.deepEqual(res.data.map((d) => d.embedding), ['one two', 'three', 'four five six'].map((t) => fakeVector(t, 4)));
+    assert.equal(res.usage.prompt_tokens, 6);
+    assert.deepEqual(fake.calls.slice(before).map((c) => [c.operation, c.modelId, c.body]), [
+      ['invoke', 'amazon.titan-embed-text-v2:0', { inputText: 'one two', dimensions: 4 }],
+      ['invoke', 'amazon.titan-embed-text-v2:0', { inputText: 'three', dimensions: 4 }],
+      ['invoke', 'amazon.titan-embed-text-v2:0', { inputText: 'four five six', dimensions: 4 }],
+    ]);
+    assert.ok(fake.calls.slice(before).every((c) => c.principal === AKID));
+    const record = await lastRecord();
+    assert.deepEqual([record.prompt_tokens, record.usage_source], [6, 'upstream']);
+  });
+
+  test('Cohere: the texts in one call with input_type; no token count in the body, so the usage is the gateway\'s estimate', async () => {
+    const res = await openai.embeddings.create({ model: 'cohere/embed-english-v3', input: ['alpha', 'beta gamma'], encoding_format: 'float' });
+    assert.deepEqual(res.data.map((d) => d.embedding), [fakeVector('alpha', 6), fakeVector('beta gamma', 6)]);
+    assert.deepEqual(lastCall().body, { texts: ['alpha', 'beta gamma'], input_type: 'search_document' });
+    assert.equal(lastCall().principal, `bearer:${API_KEY}`);
+    assert.equal((await lastRecord()).usage_source, 'estimated');
   });
 });
 

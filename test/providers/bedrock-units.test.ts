@@ -275,6 +275,10 @@ describe('bedrock config', () => {
     assert.deepEqual(c.providers[0]?.bedrock, { region: 'eu-central-1', aws_profile: 'prod' });
     assert.match(issues(config({ bedrock: { region: 'Frankfurt' } })), /providers\[0\]\.bedrock\.region: must be an AWS region/);
     assert.match(issues(config({ bedrock: { region: 'us-east-1', secret: 'x' } })), /providers\[0\]\.bedrock/);
-    assert.match(issues(config({ bedrock: { region: 'us-east-1' } }, { embeddings: true })), /embeddings/);
+    assert.match(issues(config({ bedrock: { region: 'us-east-1' } }, { embeddings: true })), /must be a Titan Text Embeddings .* or Cohere Embed/);
+    assert.match(issues(config({ bedrock: { region: 'us-east-1' } }, { embeddings: true, upstream_model: 'amazon.titan-embed-text-v2:0' })), /set max_embedding_inputs: 1/);
+    assert.equal(issues(config({ bedrock: { region: 'us-east-1' } }, { embeddings: true, upstream_model: 'amazon.titan-embed-text-v2:0', max_embedding_inputs: 1 })), '');
+    assert.equal(issues(config({ bedrock: { region: 'us-east-1' } }, { embeddings: true, upstream_model: 'cohere.embed-multilingual-v3' })), '');
+    assert.match(issues(config({ bedrock: { region: 'us-east-1' } }, { embeddings: true, upstream_model: 'cohere.embed-multilingual-v3', max_embedding_inputs: 200 })), /max_embedding_inputs/);
   });
 });

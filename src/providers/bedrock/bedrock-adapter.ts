@@ -5,6 +5,8 @@ import { parseBedrockErrorResponse } from './bedrock-error.js';
 import { createBedrockStreamTransform } from './bedrock-stream-transform.js';
 import { convertBedrockResponse } from './convert-bedrock-response.js';
 import { convertToBedrockRequest } from './convert-to-bedrock-request.js';
+import { convertToBedrockEmbeddingRequest } from './convert-to-bedrock-embedding-request.js';
+import { convertBedrockEmbeddingResponse } from './convert-bedrock-embedding-response.js';
 import { bedrockMessagesLane } from './native/messages.js';
 import { convertAnthropicResponse } from '../anthropic/convert-anthropic-response.js';
 
@@ -18,6 +20,7 @@ import { convertAnthropicResponse } from '../anthropic/convert-anthropic-respons
  * exceptions (bedrock-error.ts). `POST /v1/messages` to an Anthropic model goes through the
  * pass-through lane (native/messages.ts: InvokeModel / InvokeModelWithResponseStream with the
  * Messages body); every other client API, and every other model, is translated to Converse.
+ * Embeddings: Titan Text Embeddings and Cohere Embed through InvokeModel.
  * @see https://docs.aws.amazon.com/bedrock/latest/APIReference/API_Operations_Amazon_Bedrock_Runtime.html
  */
 export function createBedrockAdapter(provider: ProviderConfig): ProviderAdapter {
@@ -29,6 +32,8 @@ export function createBedrockAdapter(provider: ProviderConfig): ProviderAdapter 
     // A Converse answer has `output`; InvokeModel's (the Messages lane) is the Anthropic message itself.
     parseResult: (body) => (isAnthropicMessage(body) ? convertAnthropicResponse(providerId, body) : convertBedrockResponse(providerId, body)),
     createStreamTransform: () => createBedrockStreamTransform(providerId),
+    buildEmbeddingCall: (req, target) => convertToBedrockEmbeddingRequest(req, target, credentials),
+    parseEmbeddingResult: (body) => convertBedrockEmbeddingResponse(providerId, body),
     responseMetadata: (headers) => {
       const id = headers['x-amzn-requestid'];
       const value = Array.isArray(id) ? id[0] : id;

@@ -43,13 +43,26 @@ export const bedrockConfigSchema = {
     bedrock: bedrockEndpointSchema.optional(),
   },
   requiresBaseUrl: false,
-  /** A region from the endpoint, else the provider, else a `base_url`: without one no URL can be built. */
-  checkEndpoint: (provider, endpoint) =>
-    regionOf(endpoint) === undefined && regionOf(provider) === undefined && provider.base_url === undefined
-      ? 'bedrock: a bedrock endpoint needs a region: set `bedrock.region` on its provider or on the endpoint (or a `base_url`)'
-      : undefined,
-  /** No embeddings yet (Titan / Cohere through InvokeModel are not built): `embeddings: true` is refused at load. */
-  embeddingInputs: null,
+  /**
+   * A region from the endpoint, else the provider, else a `base_url`: without one no URL can be
+   * built. An embeddings endpoint must be a Titan Text Embeddings model (with
+   * `max_embedding_inputs: 1`: Titan embeds one text per call) or a Cohere Embed model.
+   */
+  checkEndpoint: (provider, endpoint) => {
+    if (regionOf(endpoint) === undefined && regionOf(provider) === undefined && provider.base_url === undefined) {
+      return 'bedrock: a bedrock endpoint needs a region: set `bedrock.region` on its provider or on the endpoint (or a `base_url`)';
+    }
+    if (endpoint.embeddings !== true) return undefined;
+    const model = String(endpoint.upstream_model ?? '');
+    if (/(^|[.:/])amazon\.titan-embed-text/.test(model)) {
+      return endpoint.max_embedding_inputs === 1 ? undefined : 'max_embedding_inputs: a Titan Text Embeddings endpoint embeds one text per call: set max_embedding_inputs: 1';
+    }
+    return /(^|[.:/])cohere\.embed-/.test(model) ? undefined : 'embeddings: a bedrock embeddings endpoint must be a Titan Text Embeddings (amazon.titan-embed-text-…) or Cohere Embed (cohere.embed-…) model';
+  },
+  /** Titan Text Embeddings and Cohere Embed through InvokeModel embed text only. */
+  embeddingInputs: 'text',
+  /** Cohere Embed takes at most 96 texts per call (Titan one: its endpoints set max_embedding_inputs: 1). */
+  embeddingBatchLimit: 96,
   /** Bedrock caches only at the `cachePoint` blocks a request marks. */
   explicitPromptCaching: true,
 } as const satisfies ProviderKindSchema<'bedrock'>;

@@ -159,3 +159,19 @@ export interface BedrockStreamEventWire {
   originalMessage?: string;
   [key: string]: unknown;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Embeddings (InvokeModel)
+
+/** Titan Text Embeddings body: one text; `dimensions` 1024 (default), 512 or 256 (v2 only). */
+export interface BedrockTitanEmbedRequest {
+  inputText: string;
+  dimensions?: number;
+}
+
+/** Cohere Embed body: at most 96 texts. */
+export interface BedrockCohereEmbedRequest {
+  texts: string[];
+  input_type: 'search_document' | 'search_query' | 'classification' | 'clustering';
+  output_dimension?: number;
+}
