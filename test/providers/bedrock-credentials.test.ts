@@ -6,8 +6,9 @@
  * short-lived temporary credentials (a new access key, secret and session token each time) and
  * registers them with the fake Bedrock, which refuses them once expired. The gateway's requests
  * are signed with whatever the chain's memoized provider holds: a refresh happens (a second key
- * signs later calls) and no request fails; when the endpoint refuses, the request fails as an
- * auth error naming the source, never a 500 and never with a secret.
+ * signs later calls) and no request fails; a key Bedrock calls expired is replaced on the next
+ * call (`forceRefresh`); when the endpoint refuses, the request fails as an auth error naming
+ * the source, never a 500 and never with a secret.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -93,6 +94,7 @@ describe('AWS credentials from the container endpoint', () => {
     assert.equal(seen[0], 'ASIATESTCONTAINER001');
     assert.ok(new Set(seen).size >= 2, `one key signed every call: ${seen.join(', ')}`);
     assert.ok(seen.every((akid) => issued.some((c) => c.akid === akid)));
+    assert.equal(fake.refusals.length, 0);
     assert.deepEqual([...new Set(issued.map((c) => c.authorization))], [CONTAINER_TOKEN]);
     // The session token of each key went with it (the fake checks it too).
     assert.equal(calls.at(-1)!.headers['x-amz-security-token'], `container-session-token-${seen.at(-1)!.replace('ASIATESTCONTAINER', '').replace(/^0+/, '')}`);
@@ -107,6 +109,24 @@ describe('AWS credentials from the container endpoint', () => {
     const fetched = issued.length;
     for (let i = 0; i < 3; i++) await openai.chat.completions.create({ model: 'amazon/nova-pro', messages: [{ role: 'user', content: `cached ${i}` }] });
     assert.equal(issued.length, fetched);
+  });
+
+  test('a key Bedrock calls expired (ExpiredTokenException) though the chain thought it valid: that request fails, the next one is signed with new credentials', async () => {
+    lifetimeSeconds = 3600;
+    const current = fake.calls.at(-1)!.principal;
+    fake.credentials.get(current)!.expiresAt = Date.now() - 1000; // revoked early, e.g. a session ended
+    const fetched = issued.length;
+    const err = await openai.chat.completions.create({ model: 'amazon/nova-pro', messages: [{ role: 'user', content: 'stale' }] }).then(
+      () => assert.fail('expected an error'),
+      (e: { code?: string }) => e,
+    );
+    assert.equal(err.code, 'upstream_auth_failed');
+    assert.equal(fake.refusals.at(-1), 'ExpiredTokenException');
+    const res = await openai.chat.completions.create({ model: 'amazon/nova-pro', messages: [{ role: 'user', content: 'fresh' }] });
+    assert.equal(res.choices[0]?.message.content, 'Hello from Bedrock.');
+    assert.equal(issued.length, fetched + 1);
+    assert.equal(fake.calls.at(-1)!.principal, issued.at(-1)!.akid);
+    assert.notEqual(fake.calls.at(-1)!.principal, current);
   });
 
   test('an endpoint that refuses: the request fails as upstream_auth_failed naming the source, not a 500', async () => {

@@ -39,7 +39,12 @@ export function createBedrockAdapter(provider: ProviderConfig): ProviderAdapter 
       const value = Array.isArray(id) ? id[0] : id;
       return value ? { aws_request_id: value } : null;
     },
-    parseErrorResponse: (status, headers, bodyText) => parseBedrockErrorResponse(providerId, status, headers, bodyText),
+    parseErrorResponse: (status, headers, bodyText) => {
+      const err = parseBedrockErrorResponse(providerId, status, headers, bodyText);
+      // Credentials Bedrock calls expired: the next call fetches new ones rather than failing again.
+      if (err.metadata?.upstream_code === 'ExpiredTokenException') credentials.expired();
+      return err;
+    },
   };
 }
 

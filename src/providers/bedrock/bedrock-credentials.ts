@@ -38,6 +38,12 @@ export interface BedrockCredentials {
   headers(req: BedrockSignable, region: string): Promise<Record<string, string>>;
   /** Where the credentials come from, for messages and records: `api_key`, `aws profile <name>` or `aws default chain`. */
   readonly source: string;
+  /**
+   * Bedrock refused the credentials as expired (`ExpiredTokenException`: a session token whose
+   * expiry the chain did not know): the next call asks the chain for new ones
+   * (`forceRefresh`). Nothing for an API key.
+   */
+  expired(): void;
 }
 
 /**
@@ -54,10 +60,17 @@ export interface BedrockCredentials {
 export function createBedrockCredentials(providerId: string, settings: BedrockCredentialSettings): BedrockCredentials {
   const apiKey = settings.api_key;
   if (apiKey) {
-    return { source: 'api_key', headers: () => Promise.resolve({ authorization: `Bearer ${apiKey}` }) };
+    return { source: 'api_key', headers: () => Promise.resolve({ authorization: `Bearer ${apiKey}` }), expired: () => undefined };
   }
   const source = settings.aws_profile ? `aws profile ${settings.aws_profile}` : 'aws default chain';
-  const chain = fromNodeProviderChain(settings.aws_profile ? { profile: settings.aws_profile } : {});
+  const memoized = fromNodeProviderChain(settings.aws_profile ? { profile: settings.aws_profile } : {});
+  let forceRefresh = false;
+  // The chain's memoized credentials, or once after an ExpiredTokenException fresh ones.
+  const chain = () => {
+    if (!forceRefresh) return memoized();
+    forceRefresh = false;
+    return memoized({ forceRefresh: true });
+  };
   const signers = new Map<string, SignatureV4>();
   const signerFor = (region: string): SignatureV4 => {
     let signer = signers.get(region);
@@ -69,6 +82,9 @@ export function createBedrockCredentials(providerId: string, settings: BedrockCr
   };
   return {
     source,
+    expired() {
+      forceRefresh = true;
+    },
     async headers(req, region) {
       const url = new URL(req.url);
       const query: Record<string, string> = {};
