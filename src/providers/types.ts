@@ -126,6 +126,11 @@ export interface NativeLane<Req = unknown> {
    * the same request without its output fields; the answer's JSON holds `input_tokens`.
    */
   countTokens?(req: Req, target: ProviderTarget, headers: Readonly<Record<string, string>>): UpstreamCall | Promise<UpstreamCall>;
+  /**
+   * The count in the answer of {@link countTokens} when it is not Anthropic's `input_tokens`
+   * (Bedrock's CountTokens answers `{"inputTokens": n}`); undefined when it holds none.
+   */
+  readCount?(body: unknown): number | undefined;
 }
 
 /** A provider adapter's native lanes, by the client API each serves; an API not listed is translated. */

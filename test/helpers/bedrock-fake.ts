@@ -19,6 +19,8 @@
  *   the Messages body Bedrock takes: `anthropic_version`, `max_tokens`, `messages`, and no
  *   `model` or `stream` (400 ValidationException "Malformed input request: …" otherwise); the
  *   stream's events are Anthropic events sent as `chunk` frames (`{"bytes": <base64>}`);
+ * - `/count-tokens` takes `{"input": {"invokeModel": {"body": <base64 of a valid InvokeModel
+ *   body>}}}` and answers `{"inputTokens": 100 + <words of the messages>}`;
  * - `/invoke` of a Titan Text Embeddings or Cohere Embed model answers vectors (see
  *   {@link fakeVector}), refusing a body that model would refuse (Titan: one `inputText`; Cohere:
  *   1 to 96 `texts` and an `input_type`);
@@ -315,7 +317,7 @@ export async function startBedrockFake(): Promise<BedrockFake> {
         const requestId = randomUUID();
         const rawBody = Buffer.concat(chunks);
         const path = (req.url ?? '/').split('?')[0]!;
-        const m = /^\/model\/([^/]+)\/(converse|converse-stream|invoke|invoke-with-response-stream)$/.exec(path);
+        const m = /^\/model\/([^/]+)\/(converse|converse-stream|invoke|invoke-with-response-stream|count-tokens)$/.exec(path);
         const auth = await authenticate(req, rawBody);
         let body: Json = {};
         try {
@@ -333,6 +335,20 @@ export async function startBedrockFake(): Promise<BedrockFake> {
         if (call.operation === 'converse' || call.operation === 'converse-stream') {
           const invalid = validate(body);
           if (invalid) return sendError(res, 400, 'ValidationException', invalid, requestId);
+        }
+        if (call.operation === 'count-tokens') {
+          const encoded = body.input?.invokeModel?.body;
+          let inner: Json = {};
+          try {
+            inner = typeof encoded === 'string' ? (JSON.parse(Buffer.from(encoded, 'base64').toString('utf8')) as Json) : {};
+          } catch {
+            inner = {};
+          }
+          const invalid = typeof encoded !== 'string' ? 'Malformed input request: #/input: required key [invokeModel] or [converse] not found' : validateInvoke({ ...inner, __model: call.modelId });
+          if (invalid) return sendError(res, 400, 'ValidationException', invalid, requestId);
+          const text = (inner.messages as Json[]).map((msg) => (typeof msg.content === 'string' ? msg.content : JSON.stringify(msg.content))).join(' ');
+          res.writeHead(200, { 'content-type': 'application/json', 'x-amzn-requestid': requestId });
+          return res.end(JSON.stringify({ inputTokens: 100 + words(text) }));
         }
         const invoke = call.operation === 'invoke' || call.operation === 'invoke-with-response-stream';
         if (invoke) {

@@ -10,7 +10,8 @@
  *   `chunk` frames decoded), the thinking signature intact across two turns, betas in the body's
  *   `anthropic_beta`, `anthropic_version: bedrock-2023-05-31`, no `model` / `stream`;
  *   usage in the record; an in-stream throttlingException before content failing over to the
- *   next endpoint; a non-Anthropic model on /v1/messages translated to Converse.
+ *   next endpoint; count_tokens through Bedrock's CountTokens; a non-Anthropic model on
+ *   /v1/messages translated to Converse (and counted by the gateway's estimate).
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -172,6 +173,24 @@ describe('Anthropic SDK on /v1/messages through the gateway to Claude on Bedrock
     assert.deepEqual(fake.calls.slice(before).map((c) => [c.modelId, c.region]), [[CLAUDE, 'us-east-1'], ['us.anthropic.claude-sonnet-4-5-20250929-v1:0', 'us-west-2']]);
     const detail = JSON.parse(String((await lastRecord()).detail)) as Json;
     assert.deepEqual((detail.attempts as Json[]).map((a) => [a.provider, a.error_code]), [['br-a', 'upstream_rate_limited'], ['br-b', null]]);
+  });
+
+  test('count_tokens: Bedrock\'s CountTokens with the InvokeModel body base64 in input.invokeModel; its inputTokens answered', async () => {
+    const res = await anthropic.messages.countTokens({ model: 'anthropic/claude-sonnet-4.5', messages: [{ role: 'user', content: 'one two three' }] });
+    assert.equal(res.input_tokens, 103);
+    const call = lastCall();
+    assert.equal(call.operation, 'count-tokens');
+    assert.equal(call.modelId, CLAUDE);
+    const inner = JSON.parse(Buffer.from(String(call.body.input.invokeModel.body), 'base64').toString('utf8')) as Json;
+    assert.deepEqual([inner.anthropic_version, 'model' in inner, inner.messages], ['bedrock-2023-05-31', false, [{ role: 'user', content: 'one two three' }]]);
+  });
+
+  test('count_tokens for a non-Anthropic model: no upstream call, the gateway\'s estimate', async () => {
+    const before = fake.calls.length;
+    const res = await anthropic.messages.countTokens({ model: 'amazon/nova-pro', messages: [{ role: 'user', content: 'one two three' }] });
+    assert.equal(typeof res.input_tokens, 'number');
+    assert.ok(res.input_tokens > 0 && res.input_tokens < 50, String(res.input_tokens));
+    assert.equal(fake.calls.length, before);
   });
 
   test('a non-Anthropic model on /v1/messages is translated to Converse', async () => {

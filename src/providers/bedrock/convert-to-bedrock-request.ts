@@ -52,7 +52,7 @@ export function bedrockRegion(target: ProviderTarget): string {
  * (`:` → `%3A`, `/` → `%2F`), as the AWS SDK sends it.
  * @see https://docs.aws.amazon.com/bedrock/latest/userguide/inference-profiles-use.html
  */
-export function bedrockModelUrl(target: ProviderTarget, operation: 'converse' | 'converse-stream' | 'invoke' | 'invoke-with-response-stream'): string {
+export function bedrockModelUrl(target: ProviderTarget, operation: 'converse' | 'converse-stream' | 'invoke' | 'invoke-with-response-stream' | 'count-tokens'): string {
   const base = target.provider.base_url ? target.provider.base_url.replace(/\/+$/, '') : `https://bedrock-runtime.${bedrockRegion(target)}.amazonaws.com`;
   return `${base}/model/${encodeURIComponent(target.endpoint.upstream_model)}/${operation}`;
 }

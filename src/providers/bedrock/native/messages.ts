@@ -1,3 +1,4 @@
+import { GatewayError } from '../../../errors/gateway-error.js';
 import type { NativeLane, ProviderTarget, UpstreamCall } from '../../types.js';
 import { nativeMessagesBody, type NativeMessagesRequest } from '../../anthropic/native/messages.js';
 import type { BedrockCredentials } from '../bedrock-credentials.js';
@@ -51,6 +52,33 @@ export async function bedrockMessagesCall(req: NativeMessagesRequest, target: Pr
   return { url, headers: await bedrockHeaders(target, credentials, url, text, stream), body: text, dropped: [], warnings, ...(stream ? { streamFraming: 'aws-eventstream' as const } : {}) };
 }
 
+/**
+ * The count call of the lane, Bedrock's CountTokens (`POST /model/{modelId}/count-tokens`): the
+ * InvokeModel body the generation would send (`max_tokens: 1` when the count request has none:
+ * the body must be a valid InvokeModel body), base64 in `{"input": {"invokeModel": {"body": …}}}`;
+ * the answer is `{"inputTokens": n}` (read by the lane's `readCount`). Served for some models and
+ * regions only; a failure falls back to the gateway's estimate (pipeline/stages/count-tokens.ts).
+ * @throws GatewayError `invalid_request` for a model that is not an Anthropic one (the estimate answers).
+ * @see https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_CountTokens.html
+ */
+export async function bedrockCountTokensCall(req: NativeMessagesRequest, target: ProviderTarget, client: Readonly<Record<string, string>>, credentials: BedrockCredentials): Promise<UpstreamCall> {
+  if (!isBedrockAnthropicModel(target)) throw new GatewayError('invalid_request', `${target.endpoint.upstream_model} is not an Anthropic model: no Messages body to count`, { param: 'model' });
+  const warnings: string[] = [];
+  const body = bedrockMessagesBody(req, target, client, warnings);
+  // A count request has no output limit; InvokeModel's body needs one (it does not change the count).
+  if (typeof body.max_tokens !== 'number') body.max_tokens = 1;
+  const invokeBody = JSON.stringify(body);
+  const text = JSON.stringify({ input: { invokeModel: { body: Buffer.from(invokeBody).toString('base64') } } });
+  const url = bedrockModelUrl(target, 'count-tokens');
+  return { url, headers: await bedrockHeaders(target, credentials, url, text, false), body: text, dropped: [], warnings };
+}
+
+/** `inputTokens` of a CountTokens answer. */
+const readInputTokens = (body: unknown): number | undefined => {
+  const n = (body as { inputTokens?: unknown } | null)?.inputTokens;
+  return typeof n === 'number' && Number.isFinite(n) && n >= 0 ? n : undefined;
+};
+
 /** The Messages API's native lane of a Bedrock provider, for the endpoints whose model is an Anthropic one. */
 export function bedrockMessagesLane(credentials: BedrockCredentials): NativeLane<NativeMessagesRequest> {
   return {
@@ -59,5 +87,7 @@ export function bedrockMessagesLane(credentials: BedrockCredentials): NativeLane
     relayUpstream: true,
     servesModel: isBedrockAnthropicModel,
     buildCall: (req, target, stream, headers) => bedrockMessagesCall(req, target, stream, headers, credentials),
+    countTokens: (req, target, headers) => bedrockCountTokensCall(req, target, headers, credentials),
+    readCount: readInputTokens,
   };
 }
