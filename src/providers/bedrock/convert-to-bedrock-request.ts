@@ -58,8 +58,8 @@ export function bedrockModelUrl(target: ProviderTarget, operation: 'converse' | 
 }
 
 /**
- * The headers of one call: content type and accept, the provider's own `headers` (not signed),
- * then the credential's (the SigV4 headers over the exact URL and body, or the API key's bearer).
+ * The headers of one call: content type and accept, the provider's own `headers` (not signed;
+ * never replacing a signed one, `authorization`, `host` or an `x-amz-*` header), then the credential's (the SigV4 headers over the exact URL and body, or the API key's bearer).
  * @throws GatewayError `upstream_auth_failed` when no credentials can be obtained.
  */
 export async function bedrockHeaders(target: ProviderTarget, credentials: BedrockCredentials, url: string, body: string, stream: boolean): Promise<Record<string, string>> {
@@ -68,7 +68,8 @@ export async function bedrockHeaders(target: ProviderTarget, credentials: Bedroc
   const headers: Record<string, string> = { ...signed };
   for (const [k, v] of Object.entries(target.provider.headers)) {
     const name = k.toLowerCase();
-    if (name !== 'authorization' && name !== 'host' && !name.startsWith('x-amz-')) headers[name] = v;
+    // Never over a signed header or the auth ones: the signature covers their exact values.
+    if (!(name in signed) && name !== 'authorization' && name !== 'host' && !name.startsWith('x-amz-')) headers[name] = v;
   }
   return { ...headers, ...auth };
 }
