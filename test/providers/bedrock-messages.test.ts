@@ -175,6 +175,23 @@ describe('Anthropic SDK on /v1/messages through the gateway to Claude on Bedrock
     assert.deepEqual((detail.attempts as Json[]).map((a) => [a.provider, a.error_code]), [['br-a', 'upstream_rate_limited'], ['br-b', null]]);
   });
 
+  test('a modelStreamErrorException after content: the relayed events so far, then an Anthropic error event; the record has the error', async () => {
+    const events = claudeEvents('Partial answer');
+    fake.reply({ events: [...events.slice(0, 3), { modelStreamErrorException: { message: 'The model stream failed.', originalStatusCode: 500 } }] });
+    const res = await fetch(`${gw.origin}/v1/messages`, {
+      method: 'POST',
+      headers: { 'x-api-key': gw.adminKey, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: 'anthropic/claude-sonnet-4.5', max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    const text = await res.text();
+    assert.deepEqual([...text.matchAll(/^event: (.+)$/gm)].map((m) => m[1]), ['message_start', 'content_block_start', 'content_block_delta', 'error']);
+    const error = JSON.parse(/event: error\ndata: (.+)/.exec(text)![1]!) as Json;
+    assert.equal(error.type, 'error');
+    assert.match(String(error.error?.message), /The model stream failed/);
+    const record = await lastRecord();
+    assert.equal(record.error_code, 'upstream_error');
+  });
+
   test('count_tokens: Bedrock\'s CountTokens with the InvokeModel body base64 in input.invokeModel; its inputTokens answered', async () => {
     const res = await anthropic.messages.countTokens({ model: 'anthropic/claude-sonnet-4.5', messages: [{ role: 'user', content: 'one two three' }] });
     assert.equal(res.input_tokens, 103);
