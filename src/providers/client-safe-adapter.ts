@@ -36,6 +36,7 @@ export function withClientSafeErrors(adapter: ProviderAdapter, provider: Provide
       const inner = adapter.createStreamTransform(operation);
       const outer: StreamTransform = { push: (event) => safeParts(inner.push(event)), flush: () => safeParts(inner.flush()) };
       if (inner.ended) outer.ended = inner.ended.bind(inner);
+      if (inner.relayAs) outer.relayAs = inner.relayAs.bind(inner);
       if (inner.warnings) outer.warnings = inner.warnings.bind(inner);
       if (inner.usage) outer.usage = inner.usage.bind(inner);
       if (inner.providerMetadata) outer.providerMetadata = inner.providerMetadata.bind(inner);
@@ -43,6 +44,7 @@ export function withClientSafeErrors(adapter: ProviderAdapter, provider: Provide
     },
     parseErrorResponse: (status, headers, bodyText) => clientSafeUpstreamError(adapter.parseErrorResponse(status, headers, bodyText), ref),
   };
+  if (adapter.responseMetadata) wrapped.responseMetadata = adapter.responseMetadata.bind(adapter);
   if (adapter.buildEmbeddingCall) wrapped.buildEmbeddingCall = adapter.buildEmbeddingCall.bind(adapter);
   if (adapter.parseEmbeddingResult) {
     const parse = adapter.parseEmbeddingResult.bind(adapter);

@@ -1,6 +1,7 @@
 import { providerKindSchemas } from '../config/provider-kind-schema.js';
 import { anthropicConfigSchema } from './anthropic/anthropic-config-schema.js';
 import { azureConfigSchema } from './azure/azure-config-schema.js';
+import { bedrockConfigSchema } from './bedrock/bedrock-config-schema.js';
 import { geminiConfigSchema } from './gemini/gemini-config-schema.js';
 import { localConfigSchema } from './local/local-config-schema.js';
 import { openaiConfigSchema } from './openai/openai-config-schema.js';
@@ -20,4 +21,5 @@ export const PROVIDER_CONFIG_SCHEMAS = providerKindSchemas({
   local: localConfigSchema,
   azure: azureConfigSchema,
   vertex: vertexConfigSchema,
+  bedrock: bedrockConfigSchema,
 });

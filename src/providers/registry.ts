@@ -1,6 +1,7 @@
 import type { ProviderConfig, ProviderKind } from '../config/schema.js';
 import { createAnthropicAdapter } from './anthropic/anthropic-adapter.js';
 import { createAzureAdapter } from './azure/azure-adapter.js';
+import { createBedrockAdapter } from './bedrock/bedrock-adapter.js';
 import { createGeminiAdapter } from './gemini/gemini-adapter.js';
 import { createLocalAdapter } from './local/local-adapter.js';
 import { createOpenAIAdapter } from './openai/openai-adapter.js';
@@ -21,6 +22,7 @@ const ADAPTERS = {
   local: createLocalAdapter,
   azure: (provider) => createAzureAdapter(provider),
   vertex: createVertexAdapter,
+  bedrock: createBedrockAdapter,
 } as const satisfies Record<ProviderKind, (provider: ProviderConfig) => ProviderAdapter>;
 
 /** The adapter for a provider, by kind, with client-safe errors (secrets redacted, see client-safe-adapter.ts). */

@@ -35,7 +35,18 @@ export interface UpstreamCall {
   dropped: string[];
   /** Adjustments made while converting (e.g. a sampling value clamped), kept in the generation record. */
   warnings?: string[];
+  /**
+   * How a streamed answer is framed: `sse` (the default: Server-Sent Events) or
+   * `aws-eventstream` (AWS's binary event stream, `application/vnd.amazon.eventstream`:
+   * Bedrock's ConverseStream and InvokeModelWithResponseStream), whose messages reach the
+   * stream transform as `{event, data}` (the `:event-type` header, or `:exception-type` for an
+   * exception, and the payload text).
+   */
+  streamFraming?: StreamFraming;
 }
+
+/** The stream framings the attempt reads (see {@link UpstreamCall.streamFraming}). */
+export type StreamFraming = 'sse' | 'aws-eventstream';
 
 /** Turns a provider's stream events into {@link StreamPart}s; one instance per stream. */
 export interface StreamTransform {
@@ -48,6 +59,13 @@ export interface StreamTransform {
    * reading there, and anything the upstream sends after it is never relayed.
    */
   ended?(): boolean;
+  /**
+   * A pass-through lane's event as the client's API frames it, when the upstream wraps it
+   * (Bedrock's InvokeModelWithResponseStream: a `chunk` event whose `bytes` are the base64 of
+   * one Anthropic event → that event, named by its `type`). Kinds whose events are the API's own
+   * leave it out (relayed as received).
+   */
+  relayAs?(event: { data: string; event?: string | undefined }): { data: string; event?: string | undefined };
   /** Oddities of the stream worth keeping in the generation record (`detail.warnings`). */
   warnings?(): string[];
   /**
@@ -92,6 +110,12 @@ export interface NativeLane<Req = unknown> {
   /** The endpoint flag this lane needs; unset: every endpoint of the kind serves it. */
   readonly requires?: EndpointCapability;
   /**
+   * Whether this endpoint's model speaks the lane's format (Bedrock: only Anthropic models take
+   * the Messages body on InvokeModel); unset: every endpoint the flag allows. An endpoint it
+   * refuses is translated.
+   */
+  readonly servesModel?: (target: ProviderTarget) => boolean;
+  /**
    * Build the upstream call. `headers` are the client's headers the API forwards (its
    * `forwardHeaders`, e.g. `anthropic-beta`), lower-case names.
    * @throws GatewayError for requests the provider cannot take (`param` set).
@@ -102,6 +126,11 @@ export interface NativeLane<Req = unknown> {
    * the same request without its output fields; the answer's JSON holds `input_tokens`.
    */
   countTokens?(req: Req, target: ProviderTarget, headers: Readonly<Record<string, string>>): UpstreamCall | Promise<UpstreamCall>;
+  /**
+   * The count in the answer of {@link countTokens} when it is not Anthropic's `input_tokens`
+   * (Bedrock's CountTokens answers `{"inputTokens": n}`); undefined when it holds none.
+   */
+  readCount?(body: unknown): number | undefined;
 }
 
 /** A provider adapter's native lanes, by the client API each serves; an API not listed is translated. */
@@ -145,6 +174,12 @@ export interface ProviderAdapter {
   parseResult(body: unknown, operation: UpstreamOperation): ChatResult;
   /** A new stream transform for one streamed response. */
   createStreamTransform(operation: UpstreamOperation): StreamTransform;
+  /**
+   * What a 2xx answer's headers say for the generation record's `detail.provider_metadata`
+   * (Bedrock's `x-amzn-RequestId` as `aws_request_id`), merged under what the body or stream
+   * gave; null when nothing. Kinds with none leave it out.
+   */
+  responseMetadata?(headers: Record<string, string | string[] | undefined>): Record<string, unknown> | null;
   /** Turn a non-2xx upstream response into a catalog error (keeps the upstream message). */
   parseErrorResponse(status: number, headers: Record<string, string | string[] | undefined>, bodyText: string): GatewayError;
 }

@@ -29,13 +29,15 @@ const EMBEDDINGS: TranslateLane = { native: false, operation: 'embeddings' };
 /**
  * The one place that chooses between pass-through and translation: the provider adapter's
  * native lane for the client API (providers/<kind>/native/), when the endpoint has the flag the
- * lane requires (`supports_text_completions`, `supports_responses`); else translation. A new
+ * lane requires (`supports_text_completions`, `supports_responses`) and the lane serves its model
+ * (`servesModel`); else translation. A new
  * native pairing is a lane in the provider's folder, nothing here.
  */
 export function chooseLane(input: GenerationInput, target: ResolvedEndpoint, adapter: ProviderAdapter): Lane {
   if (input.ingress.output === 'embeddings') return EMBEDDINGS;
   const native = adapter.native[input.ingress.api];
   if (native === undefined || (native.requires !== undefined && target.endpoint[native.requires] !== true)) return TRANSLATE;
+  if (native.servesModel !== undefined && !native.servesModel(target)) return TRANSLATE;
   return native;
 }
 

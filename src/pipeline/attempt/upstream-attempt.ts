@@ -5,8 +5,8 @@ import type { ClientApi, GenerationIngress, StreamEncoder } from '../../ingress/
 import { ingressForApi } from '../../ingress/registry.js';
 import type { StreamTransform, UpstreamCall } from '../../providers/types.js';
 import { transportErrorToGatewayError } from '../../providers/upstream-errors.js';
-import type { EventSourceMessage } from 'eventsource-parser';
 import { SseReader } from '../../upstream/sse-events.js';
+import { AwsEventStreamReader } from '../../upstream/aws-event-stream.js';
 import type { UpstreamExchange } from '../../upstream/upstream-exchange.js';
 import { identityFor, replyFailure, responseHeaders, sendStreamHeaders, stopKeepAlive } from '../stages/client-response.js';
 import { keepContent, meterAttempt } from '../stages/finish.js';
@@ -53,7 +53,8 @@ export async function completeAttempt(a: Attempt, ingress: GenerationIngress, ca
       throw new GatewayError('upstream_invalid_response', `response body is not JSON`, { metadata: { provider_name: target.provider.id } });
     }
     const result = adapter.parseResult(json, a.lane.operation);
-    if (result.providerMetadata) draft.providerMetadata = result.providerMetadata;
+    const fromHeaders = adapter.responseMetadata?.(res.headers);
+    if (result.providerMetadata || fromHeaders) draft.providerMetadata = { ...fromHeaders, ...result.providerMetadata };
     const acc = OutputAccumulator.fromResult(result);
     const costUsd = meterAttempt(draft, target, acc, a.prompt);
     keepContent(draft, input, acc);
@@ -243,11 +244,14 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
       relay.raw = a.lane.relayUpstream === true;
       // One await per upstream read (and per part only when the client's socket is full); the
       // events of a read are parsed and relayed synchronously.
-      const reader = new SseReader(rt.config.server.upstream_max_event_bytes, target.provider.id);
-      const relayEvents = async (events: EventSourceMessage[]): Promise<boolean> => {
+      // The call's framing picks the reader: SSE for every kind but Bedrock's binary event stream.
+      const reader = call.streamFraming === 'aws-eventstream'
+        ? new AwsEventStreamReader(rt.config.server.upstream_max_event_bytes, target.provider.id)
+        : new SseReader(rt.config.server.upstream_max_event_bytes, target.provider.id);
+      const relayEvents = async (events: ReadonlyArray<{ data: string; event?: string | undefined }>): Promise<boolean> => {
         for (const event of events) {
           if (relay.raw) {
-            const full = relay.relayEvent(event, transform.push(event));
+            const full = relay.relayEvent(transform.relayAs ? transform.relayAs(event) : event, transform.push(event));
             if (full) await full;
           } else {
             for (const part of transform.push(event)) {
@@ -273,7 +277,8 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
       const oddities = transform.warnings?.() ?? [];
       if (oddities.length > 0) draft.warnings = [...draft.warnings, ...oddities];
       const meta = transform.providerMetadata?.();
-      if (meta) draft.providerMetadata = meta;
+      const fromHeaders = adapter.responseMetadata?.(res.headers);
+      if (meta || fromHeaders) draft.providerMetadata = { ...fromHeaders, ...meta };
     }
     if (state.clientGone.aborted) throw clientClosed();
     if (!state.outputStarted) await relay.startOutput();

@@ -54,10 +54,11 @@ export async function countMessagesTokens(
   const planned = planRoute(chat, { catalog: rt.catalog, health: rt.health, random: rt.random }, prompt).endpoints[0]!.target;
   // A provider with `api_keys`: counted with one of its keys not cooling, by weight.
   const first = (planned.credentials === undefined ? undefined : rt.health.credentials.pick(planned.credentials, rt.random))?.target ?? planned;
-  const count = runtimeAdapter(rt, first.provider).native.messages?.countTokens;
+  const lane = runtimeAdapter(rt, first.provider).native.messages;
+  const count = lane?.countTokens;
   if (count !== undefined) {
     try {
-      const counted = await upstreamCount(rt, first, await count({ ...req, model: chat.model }, first, headers));
+      const counted = await upstreamCount(rt, first, await count({ ...req, model: chat.model }, first, headers), lane?.readCount);
       if (counted !== undefined) return { input_tokens: counted, source: 'upstream', endpoint: first.id };
       rt.log.warn({ endpoint: first.id }, 'count_tokens: the upstream answer has no input_tokens; using the estimate');
     } catch (err) {
@@ -71,10 +72,11 @@ export async function countMessagesTokens(
  * The upstream's `input_tokens` for one count call, made like a generation's call: a connection
  * slot of the provider, the endpoint's timeouts (`total_ms`, else 30 s), and the body read at most
  * `server.upstream_max_response_bytes` (a larger one is refused and its connection closed).
- * @returns undefined when the answer holds no numeric `input_tokens`.
+ * @returns undefined when the answer holds no numeric `input_tokens` (or no count the lane's
+ *   `readCount` finds: Bedrock's `inputTokens`).
  * @throws GatewayError (upstream error, oversized body), transport errors.
  */
-async function upstreamCount(rt: GatewayRuntime, target: ResolvedEndpoint, call: UpstreamCall): Promise<number | undefined> {
+async function upstreamCount(rt: GatewayRuntime, target: ResolvedEndpoint, call: UpstreamCall, readCount?: (body: unknown) => number | undefined): Promise<number | undefined> {
   const slot = await rt.pools.acquire(target.provider, target.timeouts.pool_wait_ms, () => [rt.shutdown.signal]);
   const res = new UpstreamExchange(call, rt.pools.agentFor(target.provider), target.timeouts, rt.upstreamCalls);
   const totalMs = target.timeouts.total_ms > 0 ? target.timeouts.total_ms : DEFAULT_COUNT_TIMEOUT_MS;
@@ -83,6 +85,7 @@ async function upstreamCount(rt: GatewayRuntime, target: ResolvedEndpoint, call:
     await res.head();
     if (res.statusCode >= 300) throw runtimeAdapter(rt, target.provider).parseErrorResponse(res.statusCode, res.headers, await res.cappedText(MAX_ERROR_BODY));
     const json = JSON.parse(await res.text(rt.config.server.upstream_max_response_bytes, target.provider.id)) as { input_tokens?: unknown } | null;
+    if (readCount) return readCount(json);
     return typeof json?.input_tokens === 'number' ? json.input_tokens : undefined;
   } finally {
     clearTimeout(timer);
