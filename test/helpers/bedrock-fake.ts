@@ -24,7 +24,8 @@
  * - `/invoke` of a Titan Text Embeddings or Cohere Embed model answers vectors (see
  *   {@link fakeVector}), refusing a body that model would refuse (Titan: one `inputText`; Cohere:
  *   1 to 96 `texts` and an `input_type`);
- * - answers: the next queued {@link BedrockReply}, else a default. A stream is written as AWS
+ * - answers: the next queued {@link BedrockReply}, else what {@link BedrockFake.script} returns
+ *   for the call, else a default. A stream is written as AWS
  *   event-stream frames encoded with `@smithy/eventstream-codec` (`:event-type`,
  *   `:content-type`, `:message-type`; exceptions as `:message-type: exception` frames), each
  *   payload padded with Bedrock's random `p` field, in writes of {@link BedrockReply.split}
@@ -90,6 +91,11 @@ export interface BedrockFake {
   refusals: string[];
   /** Queue answers for the next model calls (FIFO). */
   reply(...replies: BedrockReply[]): void;
+  /**
+   * Answers a model call (authenticated and valid, count-tokens and embeddings excepted) when the
+   * queue is empty: a conversation scripted on what the call holds; `undefined` for the default.
+   */
+  script: ((call: BedrockCall) => BedrockReply | undefined) | undefined;
   close(): Promise<void>;
 }
 
@@ -361,7 +367,7 @@ export async function startBedrockFake(): Promise<BedrockFake> {
           res.writeHead(200, { 'content-type': 'application/json', 'x-amzn-requestid': requestId, 'x-amzn-bedrock-input-token-count': String(answer.tokens) });
           return res.end(JSON.stringify(answer.body));
         }
-        const reply = queue.shift();
+        const reply = queue.shift() ?? fake.script?.(call);
         if (reply?.error) return sendError(res, reply.status ?? 400, reply.error.type, reply.error.message, requestId);
         if (call.operation === 'converse-stream') return writeStream(res, reply?.events ?? converseTextEvents(), reply?.split, requestId);
         if (call.operation === 'invoke-with-response-stream') return writeStream(res, (reply?.events ?? claudeEvents()).map(asInvokeChunk), reply?.split, requestId);
@@ -379,17 +385,19 @@ export async function startBedrockFake(): Promise<BedrockFake> {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  return {
+  const fake: BedrockFake = {
     origin: `http://127.0.0.1:${port}`,
     credentials,
     apiKeys,
     calls,
     refusals,
     reply: (...replies) => void queue.push(...replies),
+    script: undefined,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();
         server.close(() => resolve());
       }),
   };
+  return fake;
 }

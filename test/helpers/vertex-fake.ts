@@ -19,7 +19,8 @@
  *   or without `max_tokens`; `stream: true` must match `:streamRawPredict`.
  *
  * Model calls are recorded (path parts, query, headers, parsed body) and answered with the next
- * queued {@link VertexReply}, else a default answer per method.
+ * queued {@link VertexReply}, else what {@link VertexFake.script} returns for the call, else a
+ * default answer per method.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -69,6 +70,11 @@ export interface VertexFake {
   calls: VertexCall[];
   /** Queue answers for the next model calls (FIFO). */
   reply(...replies: VertexReply[]): void;
+  /**
+   * Answers a model call (authenticated and valid) when the queue is empty: a conversation
+   * scripted on what the call holds; `undefined` for the method's default answer.
+   */
+  script: ((call: VertexCall) => VertexReply | undefined) | undefined;
   /** Make the STS endpoint refuse every exchange (400 `invalid_grant`) from now on, or accept again. */
   failSts(on: boolean): void;
   /** Write an `external_account` credentials file whose `token_url` is this fake's STS; returns its path. */
@@ -137,6 +143,7 @@ export async function startVertexFake(options: { project?: string } = {}): Promi
     stsFailures: 0,
     calls: [],
     reply: (...replies) => void queue.push(...replies),
+    script: undefined,
     failSts: (on) => void (stsFailing = on),
     externalAccountFile() {
       const dir = mkdtempSync(path.join(tmpdir(), 'op-vertex-'));
@@ -220,7 +227,7 @@ export async function startVertexFake(options: { project?: string } = {}): Promi
       fake.calls.push(call);
       const refusal = checkCall(call);
       if (refusal) return send(res, refusal.status, refusal.body);
-      const scripted = queue.shift() ?? defaultReply(call);
+      const scripted = queue.shift() ?? fake.script?.(call) ?? defaultReply(call);
       if (scripted.sse) {
         res.writeHead(scripted.status ?? 200, { 'content-type': 'text/event-stream', ...scripted.headers });
         for (const data of scripted.sse) {
