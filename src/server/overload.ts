@@ -64,7 +64,7 @@ const LIMIT_NAMES: Record<OverloadReason, string> = {
 /** The sentence of a refusal, naming the value, the limit and its config key. */
 export function describeOverload(s: OverloadState): string {
   const what =
-    s.reason === 'event_loop_delay' ? `the mean event-loop delay is ${Math.round(s.value)} ms`
+    s.reason === 'event_loop_delay' ? (Number.isFinite(s.value) ? `the mean event-loop delay is ${Math.round(s.value)} ms` : 'the event loop was blocked for the whole sample interval')
     : s.reason === 'event_loop_utilization' ? `the event-loop utilization is ${s.value.toFixed(3)}`
     : s.reason === 'in_flight' ? `${s.value} generation requests are being served`
     : `${s.value} streams are held`;

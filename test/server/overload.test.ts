@@ -105,6 +105,12 @@ test('max_in_flight_requests: 2 held streams → the third request is refused (O
   const ready = await s.get('/ready');
   assert.equal(ready.status, 503);
   assert.deepEqual(await ready.json(), { status: 'not ready', reason: 'overloaded', overload: { reason: 'in_flight', value: 2, limit: 2 }, message: '2 generation requests are being served, over server.overload.max_in_flight_requests 2' });
+  // Not generation work: count_tokens and the model list are answered.
+  const counted = await fetch(`${s.gw.origin}/v1/messages/count_tokens`, { method: 'POST', headers: { authorization: `Bearer ${s.gw.adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'test/model', messages: [{ role: 'user', content: 'hi' }] }) });
+  assert.equal(counted.status, 200);
+  assert.equal(typeof ((await counted.json()) as { input_tokens: unknown }).input_tokens, 'number');
+  const models = await fetch(`${s.gw.baseURL}/models`, { headers: { authorization: `Bearer ${s.gw.adminKey}` } });
+  assert.equal(models.status, 200);
   // Refused before the upstream: it saw the two held streams only.
   assert.equal(s.up.requests.length, 2);
 
@@ -177,10 +183,10 @@ test('a client that goes away mid-stream releases its slot', async (t) => {
   assert.deepEqual(await chatStreamText(next), { text: 'a b c d e ', done: true });
 });
 
-/** Keep the event loop saturated: a 40 ms busy-wait every 50 ms, until the returned function is called. */
+/** Keep the event loop saturated: an 80 ms busy-wait every 90 ms, until the returned function is called. */
 function saturateLoop(): () => void {
   const timer = setInterval(() => {
-    const end = performance.now() + 40;
+    const end = performance.now() + 80;
     while (performance.now() < end) {
       // busy-wait: the loop is blocked, as under a CPU-bound load
     }
@@ -189,7 +195,7 @@ function saturateLoop(): () => void {
 }
 
 test('event-loop delay: a saturated loop refuses new requests (event_loop_delay), /health 200, /ready 503 overloaded; once it recovers, served again', async (t) => {
-  const s = await setup(t, { max_event_loop_delay_ms: 20, sample_interval_ms: 100 });
+  const s = await setup(t, { max_event_loop_delay_ms: 20, sample_interval_ms: 200 });
   s.up.setDefault(COMPLETION);
   const first = await s.chat();
   assert.equal(first.status, 200);
@@ -201,7 +207,7 @@ test('event-loop delay: a saturated loop refuses new requests (event_loop_delay)
 
   const refused = await openAIRefusal(await s.chat(), '2');
   assert.deepEqual(refused.metadata, { overload: 'event_loop_delay' });
-  assert.match(refused.message as string, /^the gateway is overloaded: the mean event-loop delay is \d+ ms, over server\.overload\.max_event_loop_delay_ms 20; retry in 2 s, or on another replica$/);
+  assert.match(refused.message as string, /^the gateway is overloaded: (the mean event-loop delay is \d+ ms|the event loop was blocked for the whole sample interval), over server\.overload\.max_event_loop_delay_ms 20; retry in 2 s, or on another replica$/);
   const health = await s.get('/health');
   assert.equal(health.status, 200);
   const ready = await s.get('/ready');
@@ -220,8 +226,25 @@ test('event-loop delay: a saturated loop refuses new requests (event_loop_delay)
   assert.equal(s.up.requests.length, 2);
 });
 
+test('event-loop utilization: a busy loop refuses with reason event_loop_utilization; served again once idle', async (t) => {
+  const s = await setup(t, { max_event_loop_delay_ms: 0, max_event_loop_utilization: 0.5, sample_interval_ms: 200 });
+  s.up.setDefault(COMPLETION);
+  const stop = saturateLoop();
+  t.after(stop);
+  await until('the sampled utilization passes 0.5', () => s.gw.gateway.app.memoryUsage().eventLoopUtilized > 0.5, 5000);
+  const refused = await openAIRefusal(await s.chat(), '2');
+  assert.deepEqual(refused.metadata, { overload: 'event_loop_utilization' });
+  assert.match(refused.message as string, /^the gateway is overloaded: the event-loop utilization is 0\.\d{3}, over server\.overload\.max_event_loop_utilization 0\.5; /);
+  assert.equal((await s.get('/health')).status, 200);
+  stop();
+  await until('/ready recovers', async () => (await s.get('/ready')).status === 200, 5000, 50);
+  assert.equal((await s.chat()).status, 200);
+  assert.equal(await metric(s, 'opinference_overload_refusals_total{reason="event_loop_utilization"}'), 1);
+  assert.equal(await metric(s, 'opinference_overload_refusals_total{reason="event_loop_delay"}'), undefined);
+});
+
 test('event-loop delay: a stream admitted before the loop saturates is never cut', async (t) => {
-  const s = await setup(t, { max_event_loop_delay_ms: 20, sample_interval_ms: 100 });
+  const s = await setup(t, { max_event_loop_delay_ms: 20, sample_interval_ms: 200 });
   s.up.enqueue(SLOW_STREAM);
   const held = await s.chat({ stream: true });
   assert.equal(held.status, 200);
