@@ -256,6 +256,21 @@ test('event-loop delay: a stream admitted before the loop saturates is never cut
   stop();
 });
 
+test('a reload changes the thresholds: a limit set by SIGHUP applies to the next request, lifting it admits again', async (t) => {
+  const s = await setup(t, {});
+  s.up.enqueue(SLOW_STREAM);
+  const held = await s.chat({ stream: true });
+  assert.equal(held.status, 200);
+  const reload = (overload: Json) => s.gw.gateway.reload({ config: parseConfig(oneModelConfig(s.up.url, { root: { server: { overload }, routing: { circuit_breaker: { failure_threshold: 1000 }, retry_after_cap_ms: 0, recent_failure_ms: 0 } } }), 'reload'), source: 'reload' });
+  reload({ max_streams: 1, retry_after_s: 5 });
+  await openAIRefusal(await s.chat({ stream: true }), '5');
+  reload({});
+  s.up.enqueue(SLOW_STREAM);
+  const admitted = await s.chat({ stream: true });
+  assert.equal(admitted.status, 200);
+  for (const res of [held, admitted]) assert.deepEqual(await chatStreamText(res), { text: 'a b c d e ', done: true });
+});
+
 test('defaults: nothing is refused unless configured; listen_backlog 4096', () => {
   const config = parseConfig({}, 'test');
   assert.deepEqual(config.server.overload, { max_event_loop_delay_ms: 1000, max_event_loop_utilization: 0, max_in_flight_requests: 0, max_streams: 0, retry_after_s: 2, sample_interval_ms: 1000 });
