@@ -196,7 +196,8 @@ async function serve(flag: string | undefined, workersFlag?: string): Promise<vo
   const port = Number(process.env.OP_PORT || 8080);
   if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`OP_PORT must be a port number, got "${process.env.OP_PORT}"`);
   const host = process.env.OP_HOST || '0.0.0.0';
-  await gateway.app.listen({ port, host });
+  // server.listen_backlog: a burst of connections waits in the kernel's queue instead of being reset.
+  await gateway.app.listen({ port, host, backlog: loaded.config.server.listen_backlog });
   log.info({ database: store.location }, 'database ready');
   setLocalEngineLogger(log);
   void prestartLocalEngines(loaded.config).then(() => {

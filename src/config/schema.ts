@@ -210,6 +210,29 @@ export const modelSchema = z
   })
   .strict();
 
+/**
+ * Overload protection (`server.overload`): while a threshold is passed, new generation requests
+ * are refused with 503 `gateway_overloaded` before their body is read, `/ready` answers 503
+ * `overloaded`; `/health` and streams already admitted are never touched. 0 switches a check off.
+ * @see https://github.com/fastify/under-pressure (the event-loop sampler)
+ */
+export const overloadSchema = z
+  .object({
+    /** Mean event-loop delay over the last sample interval above which new generations are refused, in ms (0 = off). */
+    max_event_loop_delay_ms: z.number().int().min(0).max(60_000).default(1000),
+    /** Event-loop utilization over the last sample interval (0–1) above which new generations are refused (0 = off). */
+    max_event_loop_utilization: z.number().min(0).max(1).default(0),
+    /** Most generation requests served at once, streamed or not; the next one is refused (0 = no limit). */
+    max_in_flight_requests: z.number().int().min(0).max(10_000_000).default(0),
+    /** Most streamed generations held at once; the next streamed one is refused (non-streamed ones still served; 0 = no limit). */
+    max_streams: z.number().int().min(0).max(10_000_000).default(0),
+    /** `Retry-After` of a refusal, in seconds. */
+    retry_after_s: z.number().int().min(1).max(3600).default(2),
+    /** How often the event-loop delay and utilization are sampled, in ms (read at start, not on reload). */
+    sample_interval_ms: z.number().int().min(50).max(60_000).default(1000),
+  })
+  .strict();
+
 const retention = z.union([z.literal('none'), z.number().int().min(0)]);
 
 export const serverSchema = z
@@ -254,6 +277,14 @@ export const serverSchema = z
     upstream_max_response_bytes: z.number().int().min(1024).max(1024 * 1024 * 1024).default(32 * 1024 * 1024),
     /** Largest single upstream stream event (or line), in bytes; a larger one is `upstream_invalid_response`. */
     upstream_max_event_bytes: z.number().int().min(1024).max(1024 * 1024 * 1024).default(8 * 1024 * 1024),
+    /**
+     * The listen backlog: connections the kernel queues for `accept` (Node's own default is 511;
+     * the kernel caps it at `net.core.somaxconn`, 4096 on Linux since 5.4). A full queue resets
+     * connections before the gateway can answer them, so it is sized for bursts of agent streams.
+     */
+    listen_backlog: z.number().int().min(1).max(65_535).default(4096),
+    /** Overload protection: new generation requests refused early with 503 `gateway_overloaded` (docs/resource-bounds.md). */
+    overload: overloadSchema.default({}),
   })
   .strict()
   .refine((s) => s.request_timeout_ms === 0 || s.headers_timeout_ms === 0 || s.headers_timeout_ms <= s.request_timeout_ms, {
@@ -382,5 +413,6 @@ export type PricingConfig = z.infer<typeof pricingSchema>;
 export type EndpointConfig = z.infer<typeof endpointSchema>;
 export type ModelConfig = z.infer<typeof modelSchema>;
 export type ServerConfig = z.infer<typeof serverSchema>;
+export type OverloadConfig = z.infer<typeof overloadSchema>;
 export type GatewayConfig = z.infer<typeof configSchema>;
 export type TelemetryConfig = z.infer<typeof telemetrySchema>;

@@ -198,6 +198,10 @@ export const ERROR_CATALOG = define({
     status: 503, kind: 'retryable', scope: 'gateway', type: 'server_error',
     description: 'Every local connection slot to the provider (`max_connections`) stayed busy for `timeouts.pool_wait_ms`; the gateway tries the next endpoint first. Not counted against the provider\'s health. Raise `max_connections` if it happens under normal load.',
   },
+  gateway_overloaded: {
+    status: 503, kind: 'retryable', scope: 'gateway', type: 'server_error',
+    description: 'This gateway process is saturated (`server.overload`: event-loop delay or utilization, generation requests or streams at once) and refuses new generation work before reading the body, so that the streams it holds and its health check stay fast; nothing is recorded. `Retry-After` says when to retry (another replica may take it); `/ready` answers 503 `overloaded` meanwhile.',
+  },
   gateway_shutting_down: {
     status: 503, kind: 'retryable', scope: 'gateway', type: 'server_error',
     description: 'The gateway is draining for shutdown and accepts no new requests; retry on another replica.',

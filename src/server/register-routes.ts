@@ -10,6 +10,7 @@ import type { KeyResolver } from './auth.js';
 import { installClientLimits, sendBodyTooLarge } from './client-limits.js';
 import { registerCors } from './cors.js';
 import { parseJsonBody, type JsonBounds } from './json-body.js';
+import { installOverload } from './overload.js';
 import { trackOwnedPaths } from './method-not-allowed.js';
 import { installRouteAuth, type RegisteredRoute } from './route-auth.js';
 import { registerApiRoutes } from './routes/api-routes.js';
@@ -80,7 +81,7 @@ function installJsonParser(app: FastifyInstance, runtime: GatewayRuntime): void 
 
 /**
  * Everything the HTTP server does around the runtime: the JSON body parser, client limits,
- * `x-request-id`, CORS, route auth, the request log line, the error envelope and 404s, every
+ * `x-request-id`, CORS, overload admission (overload.ts), route auth, the request log line, the error envelope and 404s, every
  * route (the client APIs' declared routes from ingress/registry.ts, the gateway's own APIs,
  * `/health`, `/ready`, `/metrics`, the dashboard) and the 405s of paths that belong to a route.
  * @returns every registered route with its access level (for `Gateway.routes()`).
@@ -97,6 +98,8 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): () => Reg
     next();
   });
   registerCors(app, runtime.config.server.cors);
+  // Before route auth: a refusal under overload costs no key lookup and no body read.
+  const overload = installOverload(app, rt);
   const routes = installRouteAuth(app, { keys, metricsAuth: () => rt().config.server.metrics_auth });
   app.addHook('onResponse', (req, reply, next) => {
     if ((req.log as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled?.('info') !== false) req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
@@ -116,7 +119,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): () => Reg
   // A known path with a wrong method is a 405, not a 404: every route with `ownsPath` is recorded.
   const registerMethodNotAllowed = trackOwnedPaths(app);
   registerHealthRoute(app);
-  registerReadyRoute(app, rt, db);
+  registerReadyRoute(app, rt, db, overload);
   registerMetricsRoute(app, rt, deps.telemetry);
   registerApiRoutes(app, rt);
   registerModelRoutes(app, rt);

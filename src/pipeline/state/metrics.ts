@@ -2,6 +2,16 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { GenerationWriter } from '../../store/generation-writer.js';
 import { KeyedCounter, KeyedHistogram } from './keyed-metrics.js';
 
+/** What the overload check (server/overload.ts) reports on each scrape. */
+export interface OverloadGauges {
+  readonly inFlight: number;
+  readonly streams: number;
+  /** In ms. */
+  eventLoopDelayMs(): number;
+  /** 0–1. */
+  eventLoopUtilization(): number;
+}
+
 /**
  * Prometheus metrics of one gateway (`GET /metrics`). Durations are seconds, as Prometheus
  * conventions ask; token and cost counters are totals since start. The series every generation
@@ -35,9 +45,21 @@ export class GatewayMetrics {
   readonly droppedSpans = new Gauge({ name: 'opinference_telemetry_spans_dropped', help: 'Spans dropped since start because the OTLP export queue (telemetry.max_queue_size) was full.', registers: [this.registry] });
   /** Cache lookups by result (hit|miss). */
   readonly cacheLookups = new Counter({ name: 'opinference_cache_lookups_total', help: 'Response cache lookups by result (hit|miss).', labelNames: ['result'] as const, registers: [this.registry] });
+  /** Generation requests refused with `gateway_overloaded`, by reason (event_loop_delay, event_loop_utilization, in_flight, streams). */
+  readonly overloadRefusals = new Counter({ name: 'opinference_overload_refusals_total', help: 'Generation requests refused with gateway_overloaded (server.overload), by reason (event_loop_delay|event_loop_utilization|in_flight|streams).', labelNames: ['reason'] as const, registers: [this.registry] });
+  readonly overloadInFlight: Gauge = new Gauge({ name: 'opinference_overload_in_flight_requests', help: 'Generation requests admitted and not yet closed (compared with server.overload.max_in_flight_requests).', registers: [this.registry], collect: () => this.overload && this.overloadInFlight.set(this.overload.inFlight) });
+  readonly overloadStreams: Gauge = new Gauge({ name: 'opinference_overload_streams', help: 'Streamed generation requests held now (compared with server.overload.max_streams).', registers: [this.registry], collect: () => this.overload && this.overloadStreams.set(this.overload.streams) });
+  readonly overloadLoopDelay: Gauge = new Gauge({ name: 'opinference_overload_event_loop_delay_seconds', help: 'Mean event-loop delay over the last sample interval (server.overload.sample_interval_ms), as the overload check reads it.', registers: [this.registry], collect: () => this.overload && this.overloadLoopDelay.set(this.overload.eventLoopDelayMs() / 1000) });
+  readonly overloadLoopUtilization: Gauge = new Gauge({ name: 'opinference_overload_event_loop_utilization', help: 'Event-loop utilization (0-1) over the last sample interval, as the overload check reads it.', registers: [this.registry], collect: () => this.overload && this.overloadLoopUtilization.set(this.overload.eventLoopUtilization()) });
+  private overload: OverloadGauges | undefined;
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'opinference_' });
+  }
+
+  /** Report the overload check's counters and event-loop sample on each scrape. */
+  observeOverload(source: OverloadGauges): void {
+    this.overload = source;
   }
 
   /** Count a record writer's failures, drops and clamps, time its batches, and report its queue on each scrape. */

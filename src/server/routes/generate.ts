@@ -19,7 +19,8 @@ export function registerGenerateRoute(app: FastifyInstance, rt: () => GatewayRun
   app.route({
     method: route.method,
     url: route.path,
-    config: routeConfig(route),
+    // Generation work: counted in flight and refused while overloaded (overload.ts).
+    config: { ...routeConfig(route), admission: true },
     handler: (req, reply) => {
       const headers = wantsHeaders ? pickHeaders(req.headers, forward) : undefined;
       // The raw header list is read only when a session header was sent.
