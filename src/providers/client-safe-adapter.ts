@@ -12,7 +12,16 @@ import { clientSafeUpstreamError, providerSecrets } from './upstream-errors.js';
  * for every kind, so no per-kind path can forget it.
  */
 export function withClientSafeErrors(adapter: ProviderAdapter, provider: ProviderConfig): ProviderAdapter {
-  const ref = { id: provider.id, secrets: providerSecrets(provider) };
+  const configured = providerSecrets(provider);
+  const runtimeSecrets = adapter.runtimeSecrets?.bind(adapter);
+  // Read when an error is made safe (rare): the config's keys, and what the adapter obtained since (longest first).
+  const ref = {
+    id: provider.id,
+    get secrets(): string[] {
+      const extra = runtimeSecrets?.() ?? [];
+      return extra.length === 0 ? configured : [...new Set([...configured, ...extra])].sort((a, b) => b.length - a.length);
+    },
+  };
   const safe = (err: unknown): unknown => (err instanceof GatewayError ? clientSafeUpstreamError(err, ref) : err);
   const safeParts = (parts: StreamPart[]): StreamPart[] => {
     for (let i = 0; i < parts.length; i++) {

@@ -182,4 +182,10 @@ export interface ProviderAdapter {
   responseMetadata?(headers: Record<string, string | string[] | undefined>): Record<string, unknown> | null;
   /** Turn a non-2xx upstream response into a catalog error (keeps the upstream message). */
   parseErrorResponse(status: number, headers: Record<string, string | string[] | undefined>, bodyText: string): GatewayError;
+  /**
+   * Secrets the adapter obtained at run time (Bedrock's AWS secret access key and session token
+   * from the credential chain), to redact from upstream errors besides the config's keys; read
+   * only when an error is made safe. Kinds whose secrets are all in the config leave it out.
+   */
+  runtimeSecrets?(): readonly string[];
 }

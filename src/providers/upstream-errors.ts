@@ -21,6 +21,9 @@ const SECRET_PATTERNS: ReadonlyArray<[RegExp, string]> = [
   [/\b(?:sk|rk|pk)-[A-Za-z0-9_-]{16,}/g, REDACTED],
   [/\bAIza[0-9A-Za-z_-]{30,}/g, REDACTED],
   [/\bya29\.[0-9A-Za-z._-]{8,}/g, REDACTED],
+  // AWS: a session token quoted by name (header or query), and the shapes of STS session tokens.
+  [/\b(x-amz-security-token["']?\s*[:=]\s*["']?)[^\s"',;}&]+/gi, `$1${REDACTED}`],
+  [/\b(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdz)[A-Za-z0-9+/=]{8,}/g, REDACTED],
 ];
 
 /**

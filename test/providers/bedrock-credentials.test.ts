@@ -129,6 +129,25 @@ describe('AWS credentials from the container endpoint', () => {
     assert.notEqual(fake.calls.at(-1)!.principal, current);
   });
 
+  test('an upstream error quoting the session token or the secret key (as AWS errors may): neither reaches the client', async () => {
+    lifetimeSeconds = 3600;
+    await openai.chat.completions.create({ model: 'amazon/nova-pro', messages: [{ role: 'user', content: 'warm' }] });
+    const akid = fake.calls.at(-1)!.principal;
+    const { secretAccessKey, sessionToken } = fake.credentials.get(akid)!;
+    assert.ok(sessionToken);
+    fake.reply({ status: 403, error: { type: 'AccessDeniedException', message: `User is not authorized; request had x-amz-security-token ${sessionToken} token=${sessionToken} and secret ${secretAccessKey}` } });
+    const res = await fetch(`${gw.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${gw.adminKey}` },
+      body: JSON.stringify({ model: 'amazon/nova-pro', messages: [{ role: 'user', content: 'quote me' }] }),
+    });
+    const text = await res.text();
+    assert.equal(res.status, 502);
+    assert.equal((JSON.parse(text) as { error: { code: string } }).error.code, 'upstream_auth_failed');
+    assert.match(text, /User is not authorized; request had x-amz-security-token \[redacted\] token=\[redacted\] and secret \[redacted\]/);
+    assert.ok(!text.includes(sessionToken) && !text.includes(secretAccessKey), text);
+  });
+
   test('an endpoint that refuses: the request fails as upstream_auth_failed naming the source, not a 500', async () => {
     refuse = true;
     try {

@@ -34,7 +34,7 @@ const wrapped = (file: string): Json[] => loadChunks(`${REC}/${file}`).map((l) =
 
 const target = (endpoint: Record<string, unknown> = {}, provider: Record<string, unknown> = {}) =>
   ({ endpoint: { upstream_model: 'us.anthropic.claude-sonnet-4-5-20250929-v1:0', supported_parameters: ['tools', 'tool_choice', 'reasoning', 'temperature', 'top_k', 'stop'], ...endpoint }, provider: { id: 'br', headers: {}, ...provider } }) as unknown as ProviderTarget;
-const noAuth: BedrockCredentials = { source: 'test', headers: () => Promise.resolve({ authorization: 'test' }), expired: () => undefined };
+const noAuth: BedrockCredentials = { source: 'test', headers: () => Promise.resolve({ authorization: 'test' }), expired: () => undefined, secrets: () => [] };
 const body = async (req: Partial<ChatRequest>, t = target()) => JSON.parse((await convertToBedrockRequest({ model: 'm', messages: [], ...req } as ChatRequest, t, false, noAuth)).body) as Json;
 
 /** Decode `frames` written in pieces of `size` bytes. */

@@ -147,6 +147,11 @@ describe('redactSecrets', () => {
     assert.equal(redactSecrets('token my-private-proxy-token rejected', ['my-private-proxy-token']), 'token [redacted] rejected');
     assert.equal(redactSecrets('The model `gpt-x` does not exist', ['sk-whatever-long']), 'The model `gpt-x` does not exist');
     assert.equal(redactSecrets('Incorrect API key provided: sk-proj-abcdefghijklmnop1234.'), 'Incorrect API key provided: [redacted].');
+    // AWS: a session token named as a header or query parameter, and the shapes of STS session tokens.
+    assert.equal(redactSecrets('signed with X-Amz-Security-Token: abcDEF123/xyz= and more'), 'signed with X-Amz-Security-Token: [redacted] and more');
+    assert.equal(redactSecrets('?X-Amz-Security-Token=abc%2Fdef&X-Amz-Date=1'), '?X-Amz-Security-Token=[redacted]&X-Amz-Date=1');
+    assert.equal(redactSecrets('token IQoJb3JpZ2luX2VjEHoaCXVzLWVhc3QtMSJHMEUCIQ== is invalid'), 'token [redacted] is invalid');
+    assert.equal(redactSecrets('old FwoGZXIvYXdzEBYaDHqa0AP1ABCDEFGH is invalid'), 'old [redacted] is invalid');
   });
 
   test('redactAndTruncate: redact first, then cut; a cut tail that starts a secret is redacted too', () => {

@@ -39,6 +39,7 @@ export function createBedrockAdapter(provider: ProviderConfig): ProviderAdapter 
       const value = Array.isArray(id) ? id[0] : id;
       return value ? { aws_request_id: value } : null;
     },
+    runtimeSecrets: () => credentials.secrets(),
     parseErrorResponse: (status, headers, bodyText) => {
       const err = parseBedrockErrorResponse(providerId, status, headers, bodyText);
       // Credentials Bedrock calls expired: the next call fetches new ones rather than failing again.

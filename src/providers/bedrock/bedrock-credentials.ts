@@ -44,6 +44,12 @@ export interface BedrockCredentials {
    * (`forceRefresh`). Nothing for an API key.
    */
   expired(): void;
+  /**
+   * The secret parts of the credentials the chain last gave (secret access key, session token),
+   * for redaction from upstream errors (an error may quote `x-amz-security-token`); empty for an
+   * API key (it is in the config) or before the first call.
+   */
+  secrets(): readonly string[];
 }
 
 /**
@@ -60,16 +66,20 @@ export interface BedrockCredentials {
 export function createBedrockCredentials(providerId: string, settings: BedrockCredentialSettings): BedrockCredentials {
   const apiKey = settings.api_key;
   if (apiKey) {
-    return { source: 'api_key', headers: () => Promise.resolve({ authorization: `Bearer ${apiKey}` }), expired: () => undefined };
+    return { source: 'api_key', headers: () => Promise.resolve({ authorization: `Bearer ${apiKey}` }), expired: () => undefined, secrets: () => [] };
   }
   const source = settings.aws_profile ? `aws profile ${settings.aws_profile}` : 'aws default chain';
   const memoized = fromNodeProviderChain(settings.aws_profile ? { profile: settings.aws_profile } : {});
   let forceRefresh = false;
-  // The chain's memoized credentials, or once after an ExpiredTokenException fresh ones.
-  const chain = () => {
-    if (!forceRefresh) return memoized();
+  let lastSecrets: readonly string[] = [];
+  // The chain's memoized credentials, or once after an ExpiredTokenException fresh ones; their
+  // secret parts kept for redaction.
+  const chain = async () => {
+    const refresh = forceRefresh;
     forceRefresh = false;
-    return memoized({ forceRefresh: true });
+    const creds = refresh ? await memoized({ forceRefresh: true }) : await memoized();
+    if (lastSecrets[0] !== creds.secretAccessKey || lastSecrets[1] !== creds.sessionToken) lastSecrets = creds.sessionToken ? [creds.secretAccessKey, creds.sessionToken] : [creds.secretAccessKey];
+    return creds;
   };
   const signers = new Map<string, SignatureV4>();
   const signerFor = (region: string): SignatureV4 => {
@@ -85,6 +95,7 @@ export function createBedrockCredentials(providerId: string, settings: BedrockCr
     expired() {
       forceRefresh = true;
     },
+    secrets: () => lastSecrets,
     async headers(req, region) {
       const url = new URL(req.url);
       const query: Record<string, string> = {};
