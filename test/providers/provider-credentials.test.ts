@@ -252,6 +252,34 @@ describe('api_keys: a 429 or an auth failure cools that key, not the endpoint', 
   });
 });
 
+describe('api_keys: many bad keys leave attempts for the fallbacks', () => {
+  test('six keys refused (401): three are tried on the endpoint (two next-key retries), then the fallback serves within routing.max_attempts', async () => {
+    const bad = await startUpstream();
+    const good = await startUpstream();
+    bad.setDefault({ status: 401, json: { error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } } });
+    good.setDefault(chatAnswer('fallback'));
+    const keys = Array.from({ length: 6 }, (_, i) => ({ label: `k${i}`, key: `plainkey-many-${i}-0011223344` }));
+    const gw2 = await startGateway({ providers: [{ id: 'pool', kind: 'openai', base_url: bad.url, api_keys: keys }, { id: 'backup', kind: 'openai', base_url: good.url, api_key: 'sk-backup-0123456789abcdef' }], models: [model('t/pool', ['pool', 'backup'])] });
+    try {
+      const r = await chat(gw2, { model: 't/pool', provider: { order: ['pool', 'backup'] } });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.json.choices[0].message.content, 'fallback');
+      const g = await generation(gw2, r.generationId);
+      assert.deepEqual(g.provider_responses.map((a: Json) => [a.endpoint, a.status, /:next-key$/.test(String(a.reason))]), [
+        ['pool/pool-model', 401, false],
+        ['pool/pool-model', 401, true],
+        ['pool/pool-model', 401, true],
+        ['backup/backup-model', 200, false],
+      ]);
+      assert.equal(new Set(bad.requests.map(bearerOf)).size, 3, 'three different keys tried');
+    } finally {
+      await gw2.close();
+      await bad.close();
+      await good.close();
+    }
+  });
+});
+
 describe('api_keys on the anthropic and azure kinds', () => {
   let claude: Upstream;
   let az: FakeAzure;

@@ -74,9 +74,13 @@ export async function runAttempts(o: AttemptLoopOptions): Promise<void> {
   let failedKeys: Set<string> | undefined;
   // The same endpoint again with another of its keys (after a key's 429 or auth failure).
   let nextKey = false;
+  // Next-key retries made on the current endpoint (at most MAX_NEXT_KEY_RETRIES, so that a
+  // provider with many bad keys does not use up routing.max_attempts before the fallbacks).
+  let keyRetries = 0;
   const deadline = routing.request_deadline_ms > 0 ? draft.startedAt + routing.request_deadline_ms : Number.POSITIVE_INFINITY;
   for (let i = 0; i < plan.length; i++) {
     const planned = nextKey ? { target: plan[i]!.target, reason: `${plan[i]!.reason}:next-key` } : plan[i]!;
+    if (!nextKey) keyRetries = 0;
     nextKey = false;
     const target = planned.target;
     if (state.clientGone.aborted) break;
@@ -127,7 +131,8 @@ export async function runAttempts(o: AttemptLoopOptions): Promise<void> {
     lastError = err;
     if (keyFailed) {
       (failedKeys ??= new Set()).add(credential.key);
-      if (rt.health.credentials.anyUsable(target.credentials!, failedKeys)) {
+      if (keyRetries < MAX_NEXT_KEY_RETRIES && rt.health.credentials.anyUsable(target.credentials!, failedKeys)) {
+        keyRetries++;
         rt.log.warn({ reqId: draft.requestId, endpoint: target.id, credential: credential.label, code: err.code }, 'upstream attempt failed for its key; trying the endpoint with another key');
         nextKey = true;
         i--;
@@ -146,6 +151,13 @@ export async function runAttempts(o: AttemptLoopOptions): Promise<void> {
   if (state.clientGone.aborted) throw new GatewayError('client_closed_request', 'the client closed the connection');
   throw lastError ?? new GatewayError('endpoints_unavailable', `every endpoint of ${JSON.stringify(o.input.chat.model)} is temporarily unavailable`, { retryAfterSeconds: 1 });
 }
+
+/**
+ * How many times one request retries an endpoint with another of its provider's keys (after a
+ * key's 429 or auth failure) before it fails over to the next endpoint: three keys tried, so
+ * with the default `routing.max_attempts` (5) two attempts are left for the fallbacks.
+ */
+export const MAX_NEXT_KEY_RETRIES = 2;
 
 /**
  * A failed attempt made with one of a provider's `api_keys`: a 429 (`upstream_rate_limited`)
