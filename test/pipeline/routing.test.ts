@@ -295,6 +295,14 @@ describe('retry-after cooldown and keep-alive', () => {
       await c2.close();
     }
   });
+
+  test("an upstream's Retry-After beyond routing.retry_after_cap_ms reaches the client capped (60 s), not as sent", async () => {
+    b.enqueue({ status: 429, headers: { 'retry-after': '99999' }, json: { error: { message: 'slow down for a day' } } });
+    const res = await post(gw, { model: 'test/model', messages: msgs, provider: { order: ['beta'], allow_fallbacks: false } });
+    assert.equal(res.status, 429);
+    assert.equal(res.headers.get('retry-after'), '60');
+    assert.equal(((await res.json()) as Json).error.code, 'upstream_rate_limited');
+  });
 });
 
 describe('client disconnect during a failover', () => {

@@ -71,7 +71,13 @@ export function startExchange(a: Attempt, call: UpstreamCall): UpstreamExchange 
 /**
  * The error of an upstream answer with a status of 300 or more: at most {@link MAX_ERROR_BODY}
  * bytes of its body, parsed by the provider's adapter (which redacts the provider's secrets).
+ * An upstream's `Retry-After` is capped at `routing.retry_after_cap_ms` (rounded up to seconds)
+ * for the client too, as it is for the cooldown (a cap of 0, no cooldowns, caps nothing): a
+ * client is not told to wait 27 hours.
  */
 export async function upstreamFailure(a: Attempt, res: UpstreamExchange): Promise<GatewayError> {
-  return a.adapter.parseErrorResponse(res.statusCode, res.headers, await res.cappedText(MAX_ERROR_BODY));
+  const err = a.adapter.parseErrorResponse(res.statusCode, res.headers, await res.cappedText(MAX_ERROR_BODY));
+  const cap = Math.ceil(a.rt.config.routing.retry_after_cap_ms / 1000);
+  if (err.retryAfterSeconds === undefined || cap === 0 || err.retryAfterSeconds <= cap) return err;
+  return new GatewayError(err.code, err.message, { status: err.status, param: err.param, retryAfterSeconds: cap, metadata: err.metadata, upstream: err.upstream, cause: err.cause });
 }
