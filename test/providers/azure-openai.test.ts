@@ -323,6 +323,12 @@ describe('azure config', () => {
     assert.match(issues(provider({ entra: { authority_host: 'http://login.example' } })), /providers\[0\]\.entra\.authority_host: must be an https URL/);
     assert.match(issues(provider({ entra: { credential: 'magic' } })), /providers\[0\]\.entra\.credential/);
     assert.equal(issues(provider({ entra: { credential: 'managed_identity', client_id: 'c' } })), '');
+    const withBase = (base_url: string) => ({ ...provider({ api_key: 'k' }), providers: [{ id: 'az', kind: 'azure', base_url, api_key: 'k' }] });
+    assert.match(issues(withBase('https://r.openai.azure.com/openai/v1')), /providers\[0\]\.base_url: give the resource's origin \(https:\/\/r\.openai\.azure\.com\), without \/openai\/…/);
+    assert.match(issues(withBase('https://r.openai.azure.com/openai/deployments/gpt4o/')), /providers\[0\]\.base_url: give the resource's origin/);
+    assert.equal(issues(withBase('https://r.openai.azure.com')), '');
+    assert.match(issues(provider({ api_key: 'k', azure_api_version: 'yesterday' })), /providers\[0\]\.azure_api_version: must be an api-version such as 2024-10-21/);
+    assert.equal(issues(provider({ api_key: 'k', azure_api_version: '2025-04-01-preview', azure_responses_api_version: 'preview' })), '');
     assert.match(issues(provider({ api_key: 'k', entra: { credential: 'managed_identity' } })), /providers\[0\]\.api_key: an azure provider with entra authenticates with Entra ID tokens and never sends api_key/);
     const parsed = parseConfig(provider({ entra: {} }), 'test');
     assert.deepEqual(parsed.providers[0]!.entra, { credential: 'default', scope: 'https://cognitiveservices.azure.com/.default' });

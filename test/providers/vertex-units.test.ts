@@ -145,5 +145,10 @@ describe('vertex credentials and config', () => {
     assert.deepEqual(issues(config({ project: 'proj-1', publisher: 'anthropic' }, { embeddings: true })), [
       'models[0].endpoints[0].embeddings: a vertex provider of publisher "anthropic" (Claude) serves no embeddings; use one of publisher "google"',
     ]);
+    const withKey = config({ project: 'proj-1' });
+    (withKey.providers[0] as Record<string, unknown>).api_key = 'AIzaSecretVertexKey0000';
+    assert.deepEqual(issues(withKey), [
+      'providers[0].api_key: kind "vertex" authenticates with Google credentials (vertex.key_file or Application Default Credentials) and never sends api_key: remove it',
+    ]);
   });
 });

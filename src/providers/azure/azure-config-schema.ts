@@ -22,7 +22,8 @@ export const DEFAULT_AZURE_SCOPE = 'https://cognitiveservices.azure.com/.default
 /** The `@azure/identity` credential an `entra` block builds. */
 export const ENTRA_CREDENTIALS = ['client_secret', 'certificate', 'managed_identity', 'workload_identity', 'default'] as const;
 
-const apiVersion = z.string().regex(/^[A-Za-z0-9._-]+$/, 'must be an api-version such as 2024-10-21 or 2025-04-01-preview');
+/** Azure's api-versions: a date, a dated preview, or `preview` / `latest` (the v1 API's). */
+const apiVersion = z.string().regex(/^(?:\d{4}-\d{2}-\d{2}(?:-preview)?|preview|latest)$/, 'must be an api-version such as 2024-10-21 or 2025-04-01-preview');
 const text = z.string().min(1);
 
 /** The fields each credential needs (beyond `credential`), for the load-time check. */
@@ -91,8 +92,13 @@ export const azureConfigSchema = {
   requiresBaseUrl: true,
   /** With `entra` the key is never sent, so several keys would mean nothing. */
   /** With `entra` the key would never be sent: both given is a mistake to report, not to guess at. */
-  checkProvider: (provider) =>
-    provider.entra !== undefined && provider.api_key !== undefined ? 'api_key: an azure provider with entra authenticates with Entra ID tokens and never sends api_key: remove one of them' : undefined,
+  checkProvider: (provider) => {
+    if (provider.entra !== undefined && provider.api_key !== undefined) return 'api_key: an azure provider with entra authenticates with Entra ID tokens and never sends api_key: remove one of them';
+    // The portal shows the endpoint with its path; the gateway adds /openai/v1/… or /openai/deployments/… itself.
+    const base = typeof provider.base_url === 'string' ? provider.base_url : '';
+    if (/\/openai(?:\/v1|\/deployments(?:\/[^/]*)?)?\/*$/i.test(base)) return `base_url: give the resource's origin (${base.replace(/\/openai.*$/i, '')}), without /openai/…: the gateway adds the path of each API family`;
+    return undefined;
+  },
   refuseApiKeys: (provider) => (provider.entra !== undefined ? 'an azure provider with entra authenticates with Entra ID tokens, not keys: remove api_keys, or entra' : undefined),
   embeddingInputs: 'text-or-tokens',
   /** Azure OpenAI takes at most 2048 inputs per embeddings call. */

@@ -55,6 +55,9 @@ export const vertexConfigSchema = {
     return endpoint.embeddings === true && vertex?.publisher === 'anthropic' ? 'embeddings: a vertex provider of publisher "anthropic" (Claude) serves no embeddings; use one of publisher "google"' : undefined;
   },
   /** Vertex authenticates with Google credentials (`vertex.key_file`, ADC), never a key. */
+  /** An `api_key` would never be sent (the bearer comes from Google credentials). */
+  checkProvider: (provider) =>
+    provider.api_key !== undefined ? 'api_key: kind "vertex" authenticates with Google credentials (vertex.key_file or Application Default Credentials) and never sends api_key: remove it' : undefined,
   refuseApiKeys: () => 'kind "vertex" authenticates with Google credentials (vertex.key_file or Application Default Credentials), not keys: remove api_keys',
   /** `:predict` embeds text only (publisher `google`; Claude serves no embeddings). */
   embeddingInputs: 'text',
