@@ -101,7 +101,11 @@ function emptiedCredentialWarnings(report: EnvReport, substituted: unknown): str
     const vars = names.join(', ');
     const entry = field === 'api_keys' && typeof path[3] === 'number' ? asList(providers[index]?.api_keys)[path[3]] : undefined;
     const what = field === 'api_key' ? 'api_key' : field === 'api_keys' ? `key "${asString(entry?.label) ?? String(path[3])}" in api_keys` : `header ${String(path[3])}`;
-    out.push(`${formatPath(path)}: provider "${id}" has an empty ${what}: ${vars} ${names.length === 1 ? 'is' : 'are'} not set (the default after ":-" is empty), so its requests go out without a key; set ${vars}, or remove the provider`);
+    // Kind bedrock without its API key signs with the AWS default chain instead; a list's entry goes alone.
+    const outcome =
+      field === 'api_key' && providers[index]?.kind === 'bedrock' ? 'so its requests are signed with the AWS default credential chain instead of a Bedrock API key' : field === 'api_keys' ? 'so the requests that draw it go out without a key' : 'so its requests go out without a key';
+    const remedy = field === 'api_keys' ? 'or remove that entry' : 'or remove the provider';
+    out.push(`${formatPath(path)}: provider "${id}" has an empty ${what}: ${vars} ${names.length === 1 ? 'is' : 'are'} not set (the default after ":-" is empty), ${outcome}; set ${vars}, ${remedy}`);
   }
   return out;
 }

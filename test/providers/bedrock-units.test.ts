@@ -9,7 +9,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError, parseConfig } from '../../src/config/load.js';
+import { ConfigError, parseConfig, parseConfigWithWarnings } from '../../src/config/load.js';
 import type { ChatRequest } from '../../src/core/chat-types.js';
 import type { StreamPart } from '../../src/core/stream-part.js';
 import { GatewayError } from '../../src/errors/gateway-error.js';
@@ -280,5 +280,12 @@ describe('bedrock config', () => {
     assert.equal(issues(config({ bedrock: { region: 'us-east-1' } }, { embeddings: true, upstream_model: 'amazon.titan-embed-text-v2:0', max_embedding_inputs: 1 })), '');
     assert.equal(issues(config({ bedrock: { region: 'us-east-1' } }, { embeddings: true, upstream_model: 'cohere.embed-multilingual-v3' })), '');
     assert.match(issues(config({ bedrock: { region: 'us-east-1' } }, { embeddings: true, upstream_model: 'cohere.embed-multilingual-v3', max_embedding_inputs: 200 })), /max_embedding_inputs/);
+  });
+
+  test('an api_key emptied by an unset variable: the warning says the provider signs with the default chain instead', () => {
+    const { warnings } = parseConfigWithWarnings(config({ bedrock: { region: 'us-east-1' }, api_key: '${OP_TEST_UNSET_BEDROCK_KEY:-}' }), 'test', {});
+    assert.deepEqual(warnings, [
+      'providers[0].api_key: provider "br" has an empty api_key: OP_TEST_UNSET_BEDROCK_KEY is not set (the default after ":-" is empty), so its requests are signed with the AWS default credential chain instead of a Bedrock API key; set OP_TEST_UNSET_BEDROCK_KEY, or remove the provider',
+    ]);
   });
 });

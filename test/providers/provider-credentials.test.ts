@@ -546,7 +546,7 @@ describe('api_keys: the config', () => {
     const raw = base({ kind: 'openai', base_url: 'http://127.0.0.1:1/v1', api_keys: [{ label: 'one', key: '${K1:-}' }, { label: 'two', key: '${K2}', weight: 2 }] });
     const { warnings } = parseConfigWithWarnings(raw, 'test', { K2: 'k-two-222222' });
     assert.deepEqual(warnings, [
-      'providers[0].api_keys[0].key: provider "p" has an empty key "one" in api_keys: K1 is not set (the default after ":-" is empty), so its requests go out without a key; set K1, or remove the provider',
+      'providers[0].api_keys[0].key: provider "p" has an empty key "one" in api_keys: K1 is not set (the default after ":-" is empty), so the requests that draw it go out without a key; set K1, or remove that entry',
     ]);
     const catalogOnly = parseConfig(raw, 'test', {}, { secrets: false });
     assert.deepEqual(catalogOnly.providers[0]!.api_keys, [{ label: 'one', key: '', weight: 1 }, { label: 'two', key: '', weight: 2 }]);
