@@ -5,6 +5,7 @@ import { sqlDialectOf } from './sql-dialect.js';
 import { USAGE_CLAMPED } from '../accounting/usage-bounds.js';
 import { boundRow, degradedRow, isEnvironmentError, describeWriteError } from './record-guard.js';
 import { DatabaseFileWatch } from './database-file-watch.js';
+import { LOOP_SLICE_MS, loopPace } from './loop-pace.js';
 
 /** Minimal logger shape (pino-compatible). */
 export interface WriterLogger {
@@ -53,6 +54,21 @@ export const CLOSE_RETRY_MS = 5_000;
  * earlier, by half as much after 34 batches, about 3 s at the default interval under load).
  */
 const RECENT_DECAY = 0.98;
+
+/**
+ * Most rows one transaction of the writer holds on SQLite (its inserts and rollups): a larger
+ * batch (a backlog after an outage, or a writer behind its queue) is written as several
+ * transactions, one turn of the event loop apart. What keeps the loop free is not this but
+ * {@link loopPace}: within a transaction the writer yields every {@link LOOP_SLICE_MS} ms. This
+ * bounds how long other queries of the process wait for SQLite's one connection while a
+ * transaction is open; it is the writer's usual batch (500), because smaller transactions cost
+ * CPU per row (measured: 200-row transactions +40 % CPU per row against one transaction per
+ * 500-row batch, each commit writing the same dirty index and rollup pages to the WAL again).
+ */
+export const WRITE_SLICE_ROWS = 500;
+
+/** Let the event loop run its I/O and timers before the next slice (a macrotask turn; promises alone would not). */
+const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 type Waiter = () => void;
 
@@ -105,6 +121,14 @@ export class GenerationWriter {
   /** Called after each batch is committed (e.g. to settle spend caches). */
   onWritten: ((rows: readonly GenerationsTable[]) => void) | undefined;
   hooks: WriterHooks = {};
+  /**
+   * Most rows per transaction: on SQLite {@link WRITE_SLICE_ROWS}, on PostgreSQL the whole batch
+   * (its connection is one of a pool, so an open transaction keeps no other query waiting, and
+   * each transaction costs round trips and the rollup lock); benches and tests change it.
+   */
+  sliceRows: number;
+  /** Longest stretch a transaction holds the event loop before it yields, in ms ({@link LOOP_SLICE_MS}). */
+  sliceMs = LOOP_SLICE_MS;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -113,6 +137,7 @@ export class GenerationWriter {
     private readonly batchSize = 500,
   ) {
     this.settings = { flush_interval_ms: intervalMs, durability: 'batched', max_queued: Math.max(100_000, batchSize) };
+    this.sliceRows = sqlDialectOf(db).name === 'sqlite' ? WRITE_SLICE_ROWS : Number.POSITIVE_INFINITY;
   }
 
   /** Apply `records.*` settings (at start and on config reload). */
@@ -348,8 +373,32 @@ export class GenerationWriter {
     }
   }
 
-  /** Insert rows with their rollups; returns the rows not written because the database failed. */
+  /**
+   * Insert rows with their rollups, {@link sliceRows} rows per transaction with a turn of
+   * the event loop between two slices; within each, {@link insert} yields the loop every
+   * {@link sliceMs} ms (better-sqlite3 runs each statement synchronously, and kysely's awaits
+   * between them are microtasks, so without that one transaction would be one unbroken stretch
+   * of the loop). Each slice commits its rows with their rollups, so the rollups stay exact
+   * whatever slice fails.
+   * @returns the rows not written because the database failed: the failing slice's rows not yet
+   *   written and every later slice's, in queue order.
+   */
   private async writeRows(batch: GenerationsTable[]): Promise<GenerationsTable[]> {
+    for (let i = 0; i < batch.length; i += this.sliceRows) {
+      if (i > 0) await yieldToLoop();
+      const end = Math.min(batch.length, i + this.sliceRows);
+      const left = await this.writeSlice(batch.slice(i, end), batch.length - end);
+      if (left.length > 0) return end < batch.length ? left.concat(batch.slice(end)) : left;
+    }
+    return [];
+  }
+
+  /**
+   * Insert one slice of rows with their rollups in one transaction, or, when the database refuses
+   * it for one bad row, row by row; `behind` rows of the batch wait after it (for the log).
+   * @returns the rows not written because the database failed.
+   */
+  private async writeSlice(batch: GenerationsTable[], behind: number): Promise<GenerationsTable[]> {
     const rows = batch.map((r) => this.bounded(r));
     const fileProblem = this.fileWatch?.check();
     try {
@@ -357,7 +406,7 @@ export class GenerationWriter {
       this.committed(batch, rows);
       return [];
     } catch (err) {
-      if (isEnvironmentError(err)) return this.failed(err, batch, fileProblem);
+      if (isEnvironmentError(err)) return this.failed(err, batch, fileProblem, behind);
       this.log.warn?.({ err: describeWriteError(err), count: rows.length }, 'a batch of generation records was refused; writing its rows one by one');
     }
     // One bad row must not take its batch down: write each row alone.
@@ -368,14 +417,14 @@ export class GenerationWriter {
         this.committed([batch[i]!], [row]);
         continue;
       } catch (err) {
-        if (isEnvironmentError(err)) return this.failed(err, batch.slice(i), fileProblem);
+        if (isEnvironmentError(err)) return this.failed(err, batch.slice(i), fileProblem, behind);
         const reduced = degradedRow(row, err);
         try {
           await this.insert([reduced]);
           this.log.error({ err: describeWriteError(err), generation: row.id }, 'a generation record was refused by the database; stored without its usage, cost and text (see its detail.record_error)');
           this.committed([batch[i]!], [reduced]);
         } catch (err2) {
-          if (isEnvironmentError(err2)) return this.failed(err2, batch.slice(i), fileProblem);
+          if (isEnvironmentError(err2)) return this.failed(err2, batch.slice(i), fileProblem, behind);
           this.log.error({ err: describeWriteError(err), generation: row.id }, 'a generation record was refused by the database and dropped');
           this.drop([batch[i]!], 'invalid_record');
         }
@@ -385,16 +434,18 @@ export class GenerationWriter {
   }
 
   /**
-   * One transaction: the rows and their rollups. Throws the first error of the transaction (the
+   * One transaction: the rows and their rollups, yielding the event loop whenever it has held it
+   * {@link sliceMs} ms ({@link loopPace}, asked between rows and statements). Throws the first error of the transaction (the
    * failed INSERT, rollup or COMMIT): SQLite rolls back by itself on SQLITE_FULL, SQLITE_READONLY
    * or an I/O error, so the ROLLBACK that follows fails with "no transaction is active"; that
    * error is ignored and never hides the real cause.
    */
   private async insert(rows: readonly GenerationsTable[]): Promise<void> {
     const trx = await this.db.startTransaction().execute();
+    const pace = loopPace(this.sliceMs);
     try {
-      await sqlDialectOf(trx).insertRows(trx, 'generations', rows);
-      await applyRollups(trx, rows);
+      await sqlDialectOf(trx).insertRows(trx, 'generations', rows, pace);
+      await applyRollups(trx, rows, pace);
       await trx.commit().execute();
     } catch (err) {
       await trx.rollback().execute().catch(() => {});
@@ -415,14 +466,15 @@ export class GenerationWriter {
     this.onWritten?.(rows);
   }
 
-  private failed(err: unknown, rows: GenerationsTable[], fileProblem: string | null | undefined): GenerationsTable[] {
+  private failed(err: unknown, rows: GenerationsTable[], fileProblem: string | null | undefined, behind: number): GenerationsTable[] {
     const error = describeWriteError(err);
+    const count = rows.length + behind;
     this.hooks.writeFailed?.(error.code);
     const message = fileProblem ?? `generation records cannot be written: ${error.code}: ${error.message}`;
     if (this.failure === null) {
-      this.log.error({ err: error, count: rows.length, retryInMs: this.retryDelay }, `${message}; retrying with backoff, /ready answers 503 until a write succeeds`);
+      this.log.error({ err: error, count, retryInMs: this.retryDelay }, `${message}; retrying with backoff, /ready answers 503 until a write succeeds`);
     } else {
-      (this.log.warn ?? this.log.error).call(this.log, { err: error, count: rows.length, queued: rows.length + this.queue.length, retryInMs: this.retryDelay }, 'generation records still cannot be written; retrying');
+      (this.log.warn ?? this.log.error).call(this.log, { err: error, count, queued: count + this.queue.length, retryInMs: this.retryDelay }, 'generation records still cannot be written; retrying');
     }
     this.failure = message;
     return rows;

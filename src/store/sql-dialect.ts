@@ -1,6 +1,7 @@
 import type SQLite from 'better-sqlite3';
 import { CompiledQuery, PostgresAdapter, sql, type ColumnDataType, type CreateTableBuilder, type DialectAdapter, type Expression, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import { GENERATION_COLUMNS, GENERATION_TAG_COLUMNS, type Database } from './schema.js';
+import type { Pace } from './loop-pace.js';
 
 /** The tables the record writer appends rows to with {@link StoreDialect.insertRows}. */
 export type AppendTable = 'generations' | 'generation_tags';
@@ -98,28 +99,31 @@ export interface StoreDialect {
    * a query per call: SQLite runs one better-sqlite3 statement, prepared once per database handle
    * (the handle `openDatabase` registered with {@link attachSqliteHandle}), once per row;
    * PostgreSQL (and a SQLite database opened some other way) runs one fixed multi-row
-   * `INSERT … VALUES` per chunk of rows, its SQL text built once per chunk size.
+   * `INSERT … VALUES` per chunk of rows, its SQL text built once per chunk size. `pace`, when
+   * given, is asked before each statement and awaited when it yields (see `loop-pace.ts`).
    * @throws the database's error for the first row it refuses (a constraint, a value out of
    *   range: better-sqlite3 `SqliteError` / `RangeError`, pg `DatabaseError`); nothing of the
    *   call is rolled back by itself, the caller's transaction is.
    */
-  insertRows<T extends AppendTable>(trx: Transaction<Database>, table: T, rows: readonly Database[T][]): Promise<void>;
+  insertRows<T extends AppendTable>(trx: Transaction<Database>, table: T, rows: readonly Database[T][], pace?: Pace): Promise<void>;
   /**
    * The `columns` of the rows of `shape.table` whose primary keys are `keys` (each the values of
    * `shape.key`, in order), inside `trx`: the result is aligned with `keys`, `undefined` where no
    * row has that key. SQLite (opened by `openDatabase`): one prepared statement per key;
-   * otherwise one fixed `select … where (k1 = ? and …) or …` per 100 keys.
+   * otherwise one fixed `select … where (k1 = ? and …) or …` per 100 keys. `pace` as for
+   * {@link StoreDialect.insertRows}.
    */
-  readByKey(trx: Transaction<Database>, shape: UpsertShape, columns: readonly string[], keys: readonly (readonly unknown[])[]): Promise<(Record<string, unknown> | undefined)[]>;
+  readByKey(trx: Transaction<Database>, shape: UpsertShape, columns: readonly string[], keys: readonly (readonly unknown[])[], pace?: Pace): Promise<(Record<string, unknown> | undefined)[]>;
   /**
    * Insert each row (its values in the order `shape.key`, `shape.add`, `shape.replace`) or, when
    * a row with its key exists, add its `add` columns to that row's and replace its `replace`
    * columns (`INSERT … ON CONFLICT (key) DO UPDATE`), inside `trx`; the keys of one call must be
    * distinct. SQLite (opened by `openDatabase`): one prepared statement run per row; otherwise
-   * one fixed multi-row statement per chunk (100 rows on PostgreSQL, 20 on SQLite).
+   * one fixed multi-row statement per chunk (100 rows on PostgreSQL, 20 on SQLite). `pace` as
+   * for {@link StoreDialect.insertRows}.
    * @throws the database's error for the first row it refuses.
    */
-  upsertAdding(trx: Transaction<Database>, shape: UpsertShape, rows: readonly (readonly unknown[])[]): Promise<void>;
+  upsertAdding(trx: Transaction<Database>, shape: UpsertShape, rows: readonly (readonly unknown[])[], pace?: Pace): Promise<void>;
 }
 
 /** The better-sqlite3 handle behind each SQLite Kysely `openDatabase` made, by its adapter (shared by its transactions). */
@@ -167,9 +171,11 @@ function multiRowInsertSql(table: AppendTable, n: number, numbered: boolean): st
 }
 
 /** Insert `rows` through `trx`'s own executor, `chunk` rows per fixed statement. */
-async function insertChunked<T extends AppendTable>(trx: Transaction<Database>, table: T, rows: readonly Database[T][], chunk: number, numbered: boolean): Promise<void> {
+async function insertChunked<T extends AppendTable>(trx: Transaction<Database>, table: T, rows: readonly Database[T][], chunk: number, numbered: boolean, pace?: Pace): Promise<void> {
   const cols = APPEND_COLUMNS[table] as readonly (keyof Database[T])[];
   for (let i = 0; i < rows.length; i += chunk) {
+    const turn = pace?.();
+    if (turn) await turn;
     const n = Math.min(chunk, rows.length - i);
     const params: unknown[] = new Array<unknown>(n * cols.length);
     let p = 0;
@@ -222,9 +228,11 @@ function upsertSql(shape: UpsertShape, n: number, numbered: boolean): string {
 const keyString = (values: readonly unknown[]): string => values.map((v) => `${String(v).length}:${String(v)}|`).join('');
 
 /** {@link StoreDialect.readByKey} through `trx`'s executor, 100 keys per fixed statement. */
-async function readChunked(trx: Transaction<Database>, shape: UpsertShape, columns: readonly string[], keys: readonly (readonly unknown[])[], numbered: boolean): Promise<(Record<string, unknown> | undefined)[]> {
+async function readChunked(trx: Transaction<Database>, shape: UpsertShape, columns: readonly string[], keys: readonly (readonly unknown[])[], numbered: boolean, pace?: Pace): Promise<(Record<string, unknown> | undefined)[]> {
   const found = new Map<string, Record<string, unknown>>();
   for (let i = 0; i < keys.length; i += 100) {
+    const p = pace?.();
+    if (p) await p;
     const chunk = keys.slice(i, i + 100);
     const res = await trx.executeQuery<Record<string, unknown>>(CompiledQuery.raw(readSql(shape, columns, chunk.length, numbered), chunk.flat()));
     for (const row of res.rows) found.set(keyString(shape.key.map((c) => row[c])), row);
@@ -233,8 +241,10 @@ async function readChunked(trx: Transaction<Database>, shape: UpsertShape, colum
 }
 
 /** {@link StoreDialect.upsertAdding} through `trx`'s executor, `chunk` rows per fixed statement. */
-async function upsertChunked(trx: Transaction<Database>, shape: UpsertShape, rows: readonly (readonly unknown[])[], chunk: number, numbered: boolean): Promise<void> {
+async function upsertChunked(trx: Transaction<Database>, shape: UpsertShape, rows: readonly (readonly unknown[])[], chunk: number, numbered: boolean, pace?: Pace): Promise<void> {
   for (let i = 0; i < rows.length; i += chunk) {
+    const p = pace?.();
+    if (p) await p;
     const part = rows.slice(i, i + chunk);
     await trx.executeQuery(CompiledQuery.raw(upsertSql(shape, part.length, numbered), part.flat()));
   }
@@ -276,30 +286,42 @@ const sqlite: StoreDialect = {
     return res.rows.map((r) => r.detail);
   },
   scansWithoutIndex: (plan, table) => plan.some((l) => new RegExp(`SCAN ${table}\\b(?!.*USING)`).test(l)),
-  async insertRows(trx, table, rows) {
+  async insertRows(trx, table, rows, pace) {
     if (rows.length === 0) return;
     const handle = sqliteHandles.get(trx.getExecutor().adapter);
     // SQLite caps bound variables per statement; 20 rows × 32 columns stays well under.
-    if (!handle) return insertChunked(trx, table, rows, 20, false);
+    if (!handle) return insertChunked(trx, table, rows, 20, false, pace);
     const stmt = preparedInsert(handle, table);
     const cols = APPEND_COLUMNS[table] as readonly (keyof (typeof rows)[number])[];
     const values: unknown[] = new Array<unknown>(cols.length);
     for (const row of rows) {
+      const p = pace?.();
+      if (p) await p;
       for (let c = 0; c < cols.length; c++) values[c] = row[cols[c]!] ?? null;
       stmt.run(values);
     }
   },
-  async readByKey(trx, shape, columns, keys) {
+  async readByKey(trx, shape, columns, keys, pace) {
     const handle = sqliteHandles.get(trx.getExecutor().adapter);
-    if (!handle) return readChunked(trx, shape, columns, keys, false);
+    if (!handle) return readChunked(trx, shape, columns, keys, false, pace);
     const stmt = prepared(handle, readSql(shape, columns, 1, false));
-    return keys.map((k) => stmt.get(k as unknown[]) as Record<string, unknown> | undefined);
+    const found: (Record<string, unknown> | undefined)[] = new Array<Record<string, unknown> | undefined>(keys.length);
+    for (let i = 0; i < keys.length; i++) {
+      const p = pace?.();
+      if (p) await p;
+      found[i] = stmt.get(keys[i] as unknown[]) as Record<string, unknown> | undefined;
+    }
+    return found;
   },
-  async upsertAdding(trx, shape, rows) {
+  async upsertAdding(trx, shape, rows, pace) {
     const handle = sqliteHandles.get(trx.getExecutor().adapter);
-    if (!handle) return upsertChunked(trx, shape, rows, 20, false);
+    if (!handle) return upsertChunked(trx, shape, rows, 20, false, pace);
     const stmt = prepared(handle, upsertSql(shape, 1, false));
-    for (const row of rows) stmt.run(row as unknown[]);
+    for (const row of rows) {
+      const p = pace?.();
+      if (p) await p;
+      stmt.run(row as unknown[]);
+    }
   },
 };
 
@@ -347,10 +369,10 @@ const postgres: StoreDialect = {
   },
   scansWithoutIndex: (plan, table) => plan.some((l) => new RegExp(`Seq Scan on ${table}\\b`).test(l)),
   // 100 rows × 32 columns per statement: far under PostgreSQL's 65,535 parameters.
-  insertRows: (trx, table, rows) => insertChunked(trx, table, rows, 100, true),
-  readByKey: (trx, shape, columns, keys) => readChunked(trx, shape, columns, keys, true),
+  insertRows: (trx, table, rows, pace) => insertChunked(trx, table, rows, 100, true, pace),
+  readByKey: (trx, shape, columns, keys, pace) => readChunked(trx, shape, columns, keys, true, pace),
   // 100 rows × 16 values per statement.
-  upsertAdding: (trx, shape, rows) => upsertChunked(trx, shape, rows, 100, true),
+  upsertAdding: (trx, shape, rows, pace) => upsertChunked(trx, shape, rows, 100, true, pace),
 };
 
 /**

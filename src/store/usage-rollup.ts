@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { sqlDialectOf, type UpsertShape } from './sql-dialect.js';
 import { isRefusal } from './refusal.js';
+import type { Pace } from './loop-pace.js';
 import { LATENCY_BUCKETS_MS, type Database, type GenerationsTable } from './schema.js';
 
 /** Index of the histogram bucket a duration (ms) falls in. */
@@ -143,14 +144,14 @@ const ROLLUP_SHAPES: Record<RollupTable, UpsertShape> = { usage_hourly: rollupSh
  * The statements are the dialect's `readByKey` and `upsertAdding`: prepared once on SQLite, one
  * per 100 groups on PostgreSQL.
  */
-async function upsert(trx: Transaction<Database>, table: RollupTable, groups: Iterable<RollupAcc>): Promise<void> {
+async function upsert(trx: Transaction<Database>, table: RollupTable, groups: Iterable<RollupAcc>, pace: Pace | undefined): Promise<void> {
   const { tagged } = rollupKeyOf(table);
   const all = [...groups];
   if (all.length === 0) return;
   const shape = ROLLUP_SHAPES[table];
   const dialect = sqlDialectOf(trx);
   const keys = all.map((a) => (tagged ? [a.time, a.key_id, a.tag, a.model, a.provider] : [a.time, a.key_id, a.model, a.provider]));
-  const existing = await dialect.readByKey(trx, shape, HISTS, keys);
+  const existing = await dialect.readByKey(trx, shape, HISTS, keys, pace);
   const values = all.map((a, i) => {
     const e = existing[i] as { latency_hist: string; ttft_hist: string } | undefined;
     return [
@@ -160,7 +161,7 @@ async function upsert(trx: Transaction<Database>, table: RollupTable, groups: It
       e ? mergeHist(e.ttft_hist, a.ttft) : JSON.stringify(a.ttft),
     ];
   });
-  await dialect.upsertAdding(trx, shape, values);
+  await dialect.upsertAdding(trx, shape, values, pace);
 }
 
 /** The session-count tables and their keys (every column but `requests`). */
@@ -194,19 +195,21 @@ const SESSION_SHAPES: Record<SessionCountTable, UpsertShape> = {
 };
 
 /** Add counts to a session-count table: `INSERT … ON CONFLICT … DO UPDATE` through the dialect's `upsertAdding`. */
-async function addSessionCounts(trx: Transaction<Database>, table: SessionCountTable, counts: Iterable<SessionCount>): Promise<void> {
+async function addSessionCounts(trx: Transaction<Database>, table: SessionCountTable, counts: Iterable<SessionCount>, pace: Pace | undefined): Promise<void> {
   const shape = SESSION_SHAPES[table];
   const rows = [...counts].map((c) => [...shape.key.map((k) => c[k]), c.requests]);
-  if (rows.length > 0) await sqlDialectOf(trx).upsertAdding(trx, shape, rows);
+  if (rows.length > 0) await sqlDialectOf(trx).upsertAdding(trx, shape, rows, pace);
 }
 
 /**
  * Count a batch of generation rows into the rollups, inside the writer's transaction: hourly and
  * daily (plain and per tag), the daily session counts, and the tag index. Rows are grouped first
  * (the daily groups are the batch's hourly ones added up), so a batch costs two statements per
- * 100 groups of each rollup table and one per 500 groups of each session-count table.
+ * 100 groups of each rollup table and one per 500 groups of each session-count table. `pace`,
+ * when given, is asked between rows and between statements, and awaited when it yields (the
+ * writer's `loopPace`: the event loop is not held for long by a large batch).
  */
-export async function applyRollups(trx: Transaction<Database>, rows: readonly GenerationsTable[]): Promise<void> {
+export async function applyRollups(trx: Transaction<Database>, rows: readonly GenerationsTable[], pace?: Pace): Promise<void> {
   // Several writers (replicas on PostgreSQL): one at a time here, since histograms are read, merged and written back.
   await sqlDialectOf(trx).serializeRollupWrites(trx);
   const hourly = new Map<string, RollupAcc>();
@@ -215,6 +218,8 @@ export async function applyRollups(trx: Transaction<Database>, rows: readonly Ge
   const sessionTags = new Map<string, SessionCount>();
   const tagRows: Database['generation_tags'][] = [];
   for (const row of rows) {
+    const p = pace?.();
+    if (p) await p;
     const created = Number(row.created_at);
     const hour = Math.floor(created / HOUR) * HOUR;
     const model = row.served_model ?? row.requested_model;
@@ -246,9 +251,9 @@ export async function applyRollups(trx: Transaction<Database>, rows: readonly Ge
   }
   const groups: Record<RollupTable, Map<string, RollupAcc>> = { usage_hourly: hourly, usage_hourly_tags: hourlyTags, usage_daily: byDay(hourly), usage_daily_tags: byDay(hourlyTags) };
   const sessions: Record<SessionCountTable, Map<string, SessionCount>> = { usage_daily_sessions: bySession(sessionModels), usage_daily_session_models: sessionModels, usage_daily_session_tags: sessionTags };
-  for (const table of Object.keys(groups) as RollupTable[]) await upsert(trx, table, groups[table].values());
-  for (const table of Object.keys(sessions) as SessionCountTable[]) await addSessionCounts(trx, table, sessions[table].values());
-  await sqlDialectOf(trx).insertRows(trx, 'generation_tags', tagRows);
+  for (const table of Object.keys(groups) as RollupTable[]) await upsert(trx, table, groups[table].values(), pace);
+  for (const table of Object.keys(sessions) as SessionCountTable[]) await addSessionCounts(trx, table, sessions[table].values(), pace);
+  await sqlDialectOf(trx).insertRows(trx, 'generation_tags', tagRows, pace);
 }
 
 /** Refusals to move from `errors` to `refused` in one rollup row (a group of the backfill). */
