@@ -103,6 +103,8 @@ const FAILOVER_BODY = { provider: { order: ['up-fail', 'up-ok'] } };
 const SCENARIOS: Scenario[] = [
   { id: 'chat', name: 'chat, non-streaming', stream: false, endpoints: ['ok'] },
   { id: 'chat-stream', name: 'chat, streaming (20 chunks)', stream: true, endpoints: ['ok'] },
+  // With chat-stream: CPU per relayed chunk = (CPU/req here − CPU/req there) / 180.
+  { id: 'chat-stream-200', name: 'chat, streaming (200 chunks)', stream: true, endpoints: ['long'] },
   { id: 'chat-long', name: 'chat, non-streaming, 16 KB prompt', stream: false, endpoints: ['ok'], prompt: prose(16_000) },
   { id: 'tool', name: 'chat, tool call, non-streaming', stream: false, endpoints: ['ok'], prompt: 'Weather in Paris?', extraBody: TOOL_BODY },
   { id: 'tool-stream', name: 'chat, tool call, streaming', stream: true, endpoints: ['ok'], prompt: 'Weather in Paris?', extraBody: TOOL_BODY },
