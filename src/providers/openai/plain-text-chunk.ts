@@ -19,7 +19,9 @@
  * decoded with `JSON.parse` of the string literal alone.
  * @see https://platform.openai.com/docs/api-reference/chat-streaming/streaming
  */
+// The control characters are in the pattern on purpose: unescaped, they make the chunk invalid JSON (the full parse reports it).
 const PLAIN_TEXT_CHUNK =
+  // eslint-disable-next-line no-control-regex
   /^\{"id":"([^"\\]*)","object":"chat\.completion\.chunk","created":\d+,"model":"[^"\\]*"(?:,"service_tier":"[^"\\]*")?(?:,"system_fingerprint":(?:"[^"\\]*"|null))?,"choices":\[\{"index":0,"delta":\{(?:"role":"assistant",)?"content":"((?:[^"\\\u0000-\u001f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*)"(?:,"refusal":null)?\}(?:,"logprobs":null)?,"finish_reason":null\}\](?:,"usage":null)?(?:,"obfuscation":"[^"\\]*")?\}$/;
 
 /** What a plain text chunk carries: the chunk's `id` and the delta's text (decoded; may be ''). */
