@@ -1,3 +1,5 @@
+import { decodeJsonStringBody, JSON_STRING_BODY } from '../json-string-body.js';
+
 /**
  * The fast path of the OpenAI stream transform: the one shape most chunks of a chat stream
  * have — a text delta of choice 0 with nothing else in it — recognised by one anchored regular
@@ -14,15 +16,13 @@
  * usage, an error, logprobs, escapes in the id or model) does not match and is parsed with
  * `JSON.parse` as before, so a match reads exactly what `JSON.parse` would have read.
  *
- * The content must be a valid JSON string body: unescaped characters other than `"`, `\` and
- * the control characters U+0000–U+001F, or the escapes JSON defines; one with an escape is
+ * The content must be a valid JSON string body ({@link JSON_STRING_BODY}); one with an escape is
  * decoded with `JSON.parse` of the string literal alone.
  * @see https://platform.openai.com/docs/api-reference/chat-streaming/streaming
  */
-// The control characters are in the pattern on purpose: unescaped, they make the chunk invalid JSON (the full parse reports it).
-const PLAIN_TEXT_CHUNK =
-  // eslint-disable-next-line no-control-regex
-  /^\{"id":"([^"\\]*)","object":"chat\.completion\.chunk","created":\d+,"model":"[^"\\]*"(?:,"service_tier":"[^"\\]*")?(?:,"system_fingerprint":(?:"[^"\\]*"|null))?,"choices":\[\{"index":0,"delta":\{(?:"role":"assistant",)?"content":"((?:[^"\\\u0000-\u001f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*)"(?:,"refusal":null)?\}(?:,"logprobs":null)?,"finish_reason":null\}\](?:,"usage":null)?(?:,"obfuscation":"[^"\\]*")?\}$/;
+const PLAIN_TEXT_CHUNK = new RegExp(
+  String.raw`^\{"id":"([^"\\]*)","object":"chat\.completion\.chunk","created":\d+,"model":"[^"\\]*"(?:,"service_tier":"[^"\\]*")?(?:,"system_fingerprint":(?:"[^"\\]*"|null))?,"choices":\[\{"index":0,"delta":\{(?:"role":"assistant",)?"content":"(${JSON_STRING_BODY})"(?:,"refusal":null)?\}(?:,"logprobs":null)?,"finish_reason":null\}\](?:,"usage":null)?(?:,"obfuscation":"[^"\\]*")?\}$`,
+);
 
 /** What a plain text chunk carries: the chunk's `id` and the delta's text (decoded; may be ''). */
 export interface PlainTextChunk {
@@ -39,6 +39,5 @@ export function readPlainTextChunk(data: string): PlainTextChunk | undefined {
   if (!data.startsWith('{"id":"')) return undefined;
   const m = PLAIN_TEXT_CHUNK.exec(data);
   if (m === null) return undefined;
-  const raw = m[2]!;
-  return { id: m[1]!, text: raw.includes('\\') ? (JSON.parse(`"${raw}"`) as string) : raw };
+  return { id: m[1]!, text: decodeJsonStringBody(m[2]!) };
 }

@@ -1,13 +1,15 @@
 /**
- * The OpenAI stream transform's fast path (src/providers/openai/plain-text-chunk.ts): a chunk that
- * is a text delta of choice 0 and nothing else is read without JSON.parse. A match must read
- * exactly what JSON.parse reads, and every other chunk must miss (and be parsed in full).
+ * The stream transforms' fast paths (src/providers/openai/plain-text-chunk.ts, the text delta of
+ * src/providers/anthropic/anthropic-stream-transform.ts): an event that is a text delta and
+ * nothing else is read without JSON.parse. A match must read exactly what JSON.parse reads, and
+ * every other event must miss (and be parsed in full).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readPlainTextChunk } from '../../src/providers/openai/plain-text-chunk.js';
 import { createOpenAIStreamTransform } from '../../src/providers/openai/openai-stream-transform.js';
 import { chatStreamEncoder } from '../../src/ingress/openai/chat/chat-stream-encoder.js';
+import { createAnthropicStreamTransform } from '../../src/providers/anthropic/anthropic-stream-transform.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -94,4 +96,36 @@ test('a text chunk is encoded with the same bytes as the generic delta', () => {
   }
   const withLogprobs = enc.part({ type: 'text', text: 'x', logprobs: { content: [] } });
   assert.equal(withLogprobs, 'data: {"id":"gen-1","object":"chat.completion.chunk","created":1764700000,"model":"bench/x","choices":[{"index":0,"delta":{"content":"x"},"logprobs":{"content":[]},"finish_reason":null}]}\n\n');
+});
+
+test('Anthropic text deltas: the fast path gives the parts the full parse gives', () => {
+  const ev = (type: string, rest: Json) => ({ event: type, data: JSON.stringify({ type, ...rest }) });
+  const run = (events: { event: string; data: string }[]) => {
+    const t = createAnthropicStreamTransform('anth');
+    const parts = events.flatMap((e) => t.push(e));
+    return [...parts, ...t.flush()];
+  };
+  const texts = ['Hello', ' "w"\n', 'é 😀 \u0001', ''];
+  const fast = [
+    ev('message_start', { message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'm', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 5, output_tokens: 1 } } }),
+    ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+    ...texts.map((text) => ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text } })),
+    ev('content_block_stop', { index: 0 }),
+    ev('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 7 } }),
+    ev('message_stop', {}),
+  ];
+  // The same events with a space after each colon miss the fast path: the full parse reads them.
+  const slow = fast.map((e) => ({ event: e.event, data: JSON.stringify(JSON.parse(e.data), null, 1) }));
+  const a = run(fast);
+  assert.deepEqual(a, run(slow));
+  assert.deepEqual(a.filter((p) => p.type === 'text').map((p) => p.type === 'text' && p.text), ['Hello', ' "w"\n', 'é 😀 \u0001']);
+  const usage = a.find((p) => p.type === 'usage');
+  assert.equal(usage?.type === 'usage' && usage.usage.completionTokens, 7);
+  const finish = a.find((p) => p.type === 'finish');
+  assert.equal(finish?.type === 'finish' && finish.finishReason, 'stop');
+  // A text delta of a thinking block is dropped either way; a tool's input_json_delta is not text.
+  const t = createAnthropicStreamTransform('anth');
+  t.push(ev('content_block_start', { index: 1, content_block: { type: 'thinking', thinking: '' } }));
+  assert.deepEqual(t.push(ev('content_block_delta', { index: 1, delta: { type: 'text_delta', text: 'x' } })), []);
+  assert.deepEqual(t.push(ev('content_block_delta', { index: 1, delta: { type: 'thinking_delta', thinking: 'hm' } })), [{ type: 'reasoning', text: 'hm' }]);
 });
