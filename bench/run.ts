@@ -103,6 +103,8 @@ const FAILOVER_BODY = { provider: { order: ['up-fail', 'up-ok'] } };
 const SCENARIOS: Scenario[] = [
   { id: 'chat', name: 'chat, non-streaming', stream: false, endpoints: ['ok'] },
   { id: 'chat-stream', name: 'chat, streaming (20 chunks)', stream: true, endpoints: ['ok'] },
+  // With chat-stream: CPU per relayed chunk = (CPU/req here − CPU/req there) / 180.
+  { id: 'chat-stream-200', name: 'chat, streaming (200 chunks)', stream: true, endpoints: ['long'] },
   { id: 'chat-long', name: 'chat, non-streaming, 16 KB prompt', stream: false, endpoints: ['ok'], prompt: prose(16_000) },
   { id: 'tool', name: 'chat, tool call, non-streaming', stream: false, endpoints: ['ok'], prompt: 'Weather in Paris?', extraBody: TOOL_BODY },
   { id: 'tool-stream', name: 'chat, tool call, streaming', stream: true, endpoints: ['ok'], prompt: 'Weather in Paris?', extraBody: TOOL_BODY },
@@ -1115,6 +1117,16 @@ function aims(results: ScenarioResult[], memory: MemoryResult | undefined): Aim[
     const v = ratio(cpuUs(ra.runs.gateway?.saturation), cpuUs(rb.runs.gateway?.saturation));
     push(what, v, `${fmtRatio(v)} (${fmtInt(cpuUs(ra.runs.gateway?.saturation))} / ${fmtInt(cpuUs(rb.runs.gateway?.saturation))} µs)`, limit, max);
   };
+  // CPU per relayed chunk: the 200-chunk stream less the 20-chunk one, over the 180 chunks between them.
+  const s20 = by.get('chat-stream');
+  const s200 = by.get('chat-stream-200');
+  if (s20 && s200) {
+    const perChunk = (kind: 'gateway' | 'bare') => (cpuUs(s200.runs[kind]?.saturation) - cpuUs(s20.runs[kind]?.saturation)) / 180;
+    const g = perChunk('gateway');
+    const b = perChunk('bare');
+    const v = ratio(g, b);
+    push(`CPU per relayed chunk at c=${SETTINGS.connections} ((200-chunk − 20-chunk stream) / 180), opinference / bare Node`, v, `${fmtRatio(v)} (${g.toFixed(2)} / ${b.toFixed(2)} µs)`, '≤ 1.5×', 1.5);
+  }
   pair('chat-long', 'chat', `16 KB prompt / short prompt, opinference CPU per request at c=${SETTINGS.connections}`, '≤ 1.5×', 1.5);
   pair('anthropic', 'chat', `translated (Anthropic) / OpenAI, opinference CPU per request at c=${SETTINGS.connections}, non-streaming`, '≤ 1.3×', 1.3);
   pair('anthropic-stream', 'chat-stream', `translated (Anthropic) / OpenAI, opinference CPU per request at c=${SETTINGS.connections}, streaming`, '≤ 1.3×', 1.3);

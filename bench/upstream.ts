@@ -17,6 +17,9 @@
  *                                   the event sequence message_start, content_block_start, 20
  *                                   content_block_delta, content_block_stop, message_delta,
  *                                   message_stop (same text as the chat answer)
+ *   POST /long/v1/chat/completions  like `ok`, but a stream has 200 content chunks (same finish,
+ *                                   usage and [DONE]), so CPU per relayed chunk can be measured:
+ *                                   (CPU/req at 200 chunks − CPU/req at 20) / 180
  *   POST /fail/v1/chat/completions  answers at once with a 503 OpenAI error envelope
  *   POST /slow/v1/chat/completions  a stream that trickles one content chunk per 100 ms;
  *                                   `max_completion_tokens` (or `max_tokens`) chunks (default 50), then finish, usage, [DONE]
@@ -30,11 +33,13 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 
 /** Behaviours this upstream knows, by first path segment. */
-export const BEHAVIOURS = ['ok', 'fail', 'slow'] as const;
+export const BEHAVIOURS = ['ok', 'long', 'fail', 'slow'] as const;
 export type Behaviour = (typeof BEHAVIOURS)[number];
 
 /** Content chunks of a streamed chat answer (and text deltas of a streamed Anthropic answer). */
 const STREAM_CHUNKS = 20;
+/** Content chunks of a streamed chat answer from the `long` behaviour. */
+export const LONG_STREAM_CHUNKS = 200;
 /** Interval between two chunks of a `slow` stream, in ms. */
 const SLOW_CHUNK_MS = 100;
 
@@ -76,13 +81,18 @@ function chunk(choices: unknown[], usage?: unknown): string {
   return `data: ${JSON.stringify(body)}\n\n`;
 }
 
-/** The stream, as separate writes (one per SSE event), like a real server flushing tokens. */
-const streamEvents: string[] = [
-  ...WORDS.map((w, i) => chunk([{ index: 0, delta: i === 0 ? { role: 'assistant', content: w } : { content: w }, finish_reason: null }])),
-  chunk([{ index: 0, delta: {}, finish_reason: 'stop' }]),
-  chunk([], USAGE),
-  'data: [DONE]\n\n',
-];
+/** A stream of `words`, as separate writes (one per SSE event), like a real server flushing tokens. */
+function chatStreamEvents(words: string[]): string[] {
+  return [
+    ...words.map((w, i) => chunk([{ index: 0, delta: i === 0 ? { role: 'assistant', content: w } : { content: w }, finish_reason: null }])),
+    chunk([{ index: 0, delta: {}, finish_reason: 'stop' }]),
+    chunk([], { prompt_tokens: 5, completion_tokens: words.length, total_tokens: 5 + words.length }),
+    'data: [DONE]\n\n',
+  ];
+}
+
+const streamEvents = chatStreamEvents(WORDS);
+const longStreamEvents = chatStreamEvents(Array.from({ length: LONG_STREAM_CHUNKS }, (_, i) => (i === 0 ? 'Hello' : ` w${i}`)));
 
 const toolStreamEvents: string[] = [
   chunk([{ index: 0, delta: { role: 'assistant', content: null, tool_calls: [{ index: 0, id: 'call_bench', type: 'function', function: { name: 'get_weather', arguments: '' } }] }, finish_reason: null }]),
@@ -187,7 +197,7 @@ function handle(req: IncomingMessage, res: ServerResponse, raw: string): void {
     sendJson(res, 503, failBody);
     return;
   }
-  if (behaviour !== 'ok' && behaviour !== 'slow') {
+  if (behaviour !== 'ok' && behaviour !== 'long' && behaviour !== 'slow') {
     sendJson(res, 404, JSON.stringify({ error: { message: `bench upstream: unknown behaviour "${behaviour}"` } }));
     return;
   }
@@ -210,7 +220,7 @@ function handle(req: IncomingMessage, res: ServerResponse, raw: string): void {
     return;
   }
   const tools = Array.isArray(body.tools) && body.tools.length > 0;
-  if (stream) sendStream(res, tools ? toolStreamEvents : streamEvents);
+  if (stream) sendStream(res, tools ? toolStreamEvents : behaviour === 'long' ? longStreamEvents : streamEvents);
   else sendJson(res, 200, tools ? toolCallBody : completionBody);
 }
 

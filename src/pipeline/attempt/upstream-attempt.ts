@@ -254,8 +254,10 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
             const full = relay.relayEvent(transform.relayAs ? transform.relayAs(event) : event, transform.push(event));
             if (full) await full;
           } else {
-            for (const part of transform.push(event)) {
-              const full = relay.emit(part);
+            // An indexed loop: no iterator object per event.
+            const parts = transform.push(event);
+            for (let i = 0; i < parts.length; i++) {
+              const full = relay.emit(parts[i]!);
               if (full) await full;
             }
           }

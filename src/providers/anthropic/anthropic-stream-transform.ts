@@ -1,4 +1,5 @@
 import { GatewayError } from '../../errors/gateway-error.js';
+import { decodeJsonStringBody, JSON_STRING_BODY } from '../json-string-body.js';
 import { newToolCallId } from '../../util/ids.js';
 import type { StreamPart } from '../../core/stream-part.js';
 import type { StreamTransform } from '../types.js';
@@ -19,6 +20,13 @@ const EVENT_TYPES: ReadonlySet<string> = new Set<EventType>([
 
 /** Delta types the transform reads; others (`citations_delta`, `compaction_delta` …) are ignored. */
 type DeltaType = 'text_delta' | 'thinking_delta' | 'signature_delta' | 'input_json_delta';
+
+/**
+ * A `content_block_delta` event with a `text_delta` and nothing else, as Anthropic writes it (no
+ * whitespace, fields in this order): read by this anchored pattern instead of `JSON.parse`. Any
+ * other event misses it and is parsed in full, so a match reads what `JSON.parse` would.
+ */
+const TEXT_DELTA = new RegExp(String.raw`^\{"type":"content_block_delta","index":(0|[1-9]\d{0,8}),"delta":\{"type":"text_delta","text":"(${JSON_STRING_BODY})"\}\}$`);
 
 const DELTA_TYPES: ReadonlySet<string> = new Set<DeltaType>(['text_delta', 'thinking_delta', 'signature_delta', 'input_json_delta']);
 
@@ -228,7 +236,11 @@ export function createAnthropicStreamTransform(providerId: string): StreamTransf
 
   return {
     push({ data, event }) {
-      if (closed || data.trim() === '') return [];
+      if (closed) return [];
+      // Most events are a text delta and nothing else: read without JSON.parse (same result).
+      const text = TEXT_DELTA.exec(data);
+      if (text !== null) return blockDelta(Number(text[1]), { type: 'text_delta', text: decodeJsonStringBody(text[2]!) });
+      if (data.trim() === '') return [];
       let ev: AnthropicStreamEventWire;
       try {
         ev = JSON.parse(data) as AnthropicStreamEventWire;

@@ -6,6 +6,7 @@ import { inBandOpenAIError } from './openai-error.js';
 import { mapOpenAIFinishReason } from './map-openai-finish-reason.js';
 import { ToolCallIndexer } from './tool-call-indexer.js';
 import { readOpenAIContent } from './read-openai-content.js';
+import { readPlainTextChunk } from './plain-text-chunk.js';
 import type { OpenAIErrorWire, OpenAIResponseWire } from './openai-wire-types.js';
 
 /**
@@ -29,6 +30,15 @@ export function createOpenAIStreamTransform(providerId: string, _operation: Upst
   let done = false;
   let streamId: string | undefined;
   const warnings: string[] = [];
+  /** A chunk's `id`: the first one is the stream's; a change is kept as a warning of the record. */
+  const noteId = (id: string): void => {
+    if (id === '') return;
+    if (streamId === undefined) streamId = id;
+    else if (id !== streamId && warnings.length < 8) {
+      warnings.push(`the upstream stream changed its id mid-stream (${JSON.stringify(streamId.slice(0, 100))} → ${JSON.stringify(id.slice(0, 100))}): the output may join two generations`);
+      streamId = id;
+    }
+  };
 
   return {
     ended: () => done,
@@ -40,6 +50,14 @@ export function createOpenAIStreamTransform(providerId: string, _operation: Upst
         done = true;
         return [];
       }
+      // Most chunks are a text delta and nothing else: read without JSON.parse (same result).
+      const plain = readPlainTextChunk(data);
+      if (plain !== undefined) {
+        noteId(plain.id);
+        if (plain.text === '') return [];
+        produced = true;
+        return [{ type: 'text', text: plain.text }];
+      }
       if (data.trim() === '') return [];
       let chunk: OpenAIResponseWire;
       try {
@@ -49,13 +67,7 @@ export function createOpenAIStreamTransform(providerId: string, _operation: Upst
       }
       if (chunk === null || typeof chunk !== 'object') return [];
       if (chunk.error) return [{ type: 'error', error: inBandOpenAIError(providerId, chunk.error) }];
-      if (typeof chunk.id === 'string' && chunk.id !== '') {
-        if (streamId === undefined) streamId = chunk.id;
-        else if (chunk.id !== streamId && warnings.length < 8) {
-          warnings.push(`the upstream stream changed its id mid-stream (${JSON.stringify(streamId.slice(0, 100))} → ${JSON.stringify(chunk.id.slice(0, 100))}): the output may join two generations`);
-          streamId = chunk.id;
-        }
-      }
+      if (typeof chunk.id === 'string') noteId(chunk.id);
       const parts: StreamPart[] = [];
       const choice = Array.isArray(chunk.choices) ? chunk.choices.find((c) => (c.index ?? 0) === 0) : undefined;
       if (choice) {

@@ -13,11 +13,16 @@ export function chatStreamEncoder(ident: ResponseIdentity): StreamEncoder {
   const head = chunkHead('chat.completion.chunk', ident);
   const delta = (d: unknown, finish: string | null = null, logprobs?: Record<string, unknown>): string =>
     `data: ${head}"choices":[{"index":0,"delta":${JSON.stringify(d)},"logprobs":${logprobs ? JSON.stringify(logprobs) : 'null'},"finish_reason":${finish === null ? 'null' : JSON.stringify(finish)}}]}\n\n`;
+  // A text delta without logprobs, the most frequent chunk: the same bytes as `delta({ content })`,
+  // from two strings built once per stream and the text's JSON string literal.
+  const textBefore = `data: ${head}"choices":[{"index":0,"delta":{"content":`;
+  const textAfter = '},"logprobs":null,"finish_reason":null}]}\n\n';
   return {
     start: () => delta({ role: 'assistant', content: '' }),
     part(p) {
       switch (p.type) {
         case 'text':
+          if (!p.logprobs) return textBefore + JSON.stringify(p.text) + textAfter;
           return delta({ content: p.text }, null, p.logprobs);
         case 'reasoning':
           return delta({ reasoning: p.text });
