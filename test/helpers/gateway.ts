@@ -62,8 +62,20 @@ export function oneModelConfig(upstreamUrl: string, extra: { endpoint?: Record<s
  */
 const TEST_ROUTING = { circuit_breaker: { failure_threshold: 1000 }, retry_after_cap_ms: 0, recent_failure_ms: 0 };
 
+/**
+ * The event-loop delay guard (`server.overload.max_event_loop_delay_ms`, default 1 s) is off in
+ * tests unless a test's config sets `server.overload`: a test process on a loaded machine can
+ * see a mean loop delay over 1 s and would refuse with 503 gateway_overloaded what it tests.
+ */
+function withTestOverload(config: unknown): unknown {
+  if (!config || typeof config !== 'object') return config;
+  const server = (config as { server?: Record<string, unknown> }).server ?? {};
+  if ('overload' in server) return config;
+  return { ...config, server: { ...server, overload: { max_event_loop_delay_ms: 0 } } };
+}
+
 export async function startGateway(config: unknown = {}, options: { random?: () => number; redisUrl?: string | undefined; telemetry?: Telemetry | undefined } = {}): Promise<TestGateway> {
-  const withRouting = config && typeof config === 'object' && !('routing' in config) ? { ...config, routing: TEST_ROUTING } : config;
+  const withRouting = withTestOverload(config && typeof config === 'object' && !('routing' in config) ? { ...config, routing: TEST_ROUTING } : config);
   const database = await createTestDatabase();
   const store = database.open();
   await migrate(store.db);
