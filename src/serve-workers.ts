@@ -46,7 +46,8 @@ export const WORKER_INDEX_ENV = 'OP_WORKER_INDEX';
  * in a row (reset once a worker ran 30 s), and gives up (exit 1) when workers exit before
  * listening 5 times in a row (a port in use, a database that refuses). SIGHUP is passed to every
  * worker (each reloads its config); SIGTERM or SIGINT is passed to every worker (each drains), and
- * the primary exits once all have: 0 when every worker exited 0, else 1.
+ * the primary exits once all have: 0 when every worker exited 0 (or, still starting, ended by that
+ * SIGTERM), else 1.
  * @see https://nodejs.org/api/cluster.html
  */
 export function runPrimary(workers: number): void {
@@ -86,8 +87,11 @@ export function runPrimary(workers: number): void {
     indexOf.delete(worker);
     startedAt.delete(worker);
     if (stopping) {
-      if (code !== 0) failed = true;
-      log.info({ worker: index, code, signal }, 'worker stopped');
+      // A worker still starting (not yet listening, so nothing in flight and no SIGTERM handler
+      // of its own yet) ends by the primary's SIGTERM itself: a clean stop, not a failure.
+      const stoppedWhileStarting = !wasListening && code === null && signal === 'SIGTERM';
+      if (code !== 0 && !stoppedWhileStarting) failed = true;
+      log.info({ worker: index, code, signal, ...(stoppedWhileStarting ? { stoppedWhileStarting } : {}) }, 'worker stopped');
       if (Object.keys(cluster.workers ?? {}).length === 0) {
         log.info({}, 'stopped');
         process.exit(failed ? 1 : 0);
