@@ -13,9 +13,10 @@
  *   npm run bench:work -- --update --reason "why"                 # rewrite the baseline (commit it on its own)
  *   npm run bench:work -- --runs 5                                # repeatability: every run's counts, min/median/max, spread
  *
- * Options: `--runs N` (default 1; the median of each scenario is compared or written),
- * `--requests N` (measured requests per scenario and target, default 200), `--warmup N` (default
- * 300), `--scenarios a,b` (default all of bench/work-scenarios.ts), `--max-rise F` (default 0.10),
+ * Options: `--runs N` (default 1; the median of each scenario is compared or written), `--jobs N`
+ * (runs at a time, default 1),
+ * `--requests N` (measured requests per scenario and target, default 50), `--warmup N` (default
+ * 100), `--save-runs FILE` (every run's counts as JSON), `--scenarios a,b` (default all of bench/work-scenarios.ts), `--max-rise F` (default 0.10),
  * `--baseline FILE`. Needs valgrind on PATH and dist/ built (`npm run build`).
  *
  * @see https://valgrind.org/docs/manual/cl-manual.html
@@ -48,8 +49,10 @@ const { values } = parseArgs({
     update: { type: 'boolean', default: false },
     reason: { type: 'string' },
     runs: { type: 'string', default: '1' },
-    requests: { type: 'string', default: '200' },
-    warmup: { type: 'string', default: '300' },
+    jobs: { type: 'string', default: '1' },
+    requests: { type: 'string', default: '50' },
+    warmup: { type: 'string', default: '100' },
+    'save-runs': { type: 'string' },
     scenarios: { type: 'string', default: WORK_SCENARIOS.map((s) => s.id).join(',') },
     'max-rise': { type: 'string', default: String(DEFAULT_MAX_RISE) },
     baseline: { type: 'string', default: join(ROOT, 'bench', 'results', 'work-baseline.json') },
@@ -64,6 +67,7 @@ function positiveInt(name: string, raw: string): number {
 }
 
 const RUNS = positiveInt('runs', values.runs);
+const JOBS = Math.min(RUNS, positiveInt('jobs', values.jobs));
 const REQUESTS = positiveInt('requests', values.requests);
 const WARMUP = positiveInt('warmup', values.warmup);
 const MAX_RISE = Number(values['max-rise']);
@@ -132,19 +136,27 @@ async function main(): Promise<void> {
   const script = join(buildDir, 'work-count.mjs');
   await build({ entryPoints: [join(ROOT, 'bench', 'work-count.ts')], bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', outfile: script, logLevel: 'warning' });
   const runs: RunResult[] = [];
+  const started = Date.now();
   try {
-    for (let i = 0; i < RUNS; i++) {
-      const r = await runOnce(script, i);
-      runs.push(r);
-      console.error(`bench:work: run ${i + 1}/${RUNS} in ${r.seconds.toFixed(0)} s: ${Object.entries(r.counts).map(([id, c]) => `${id} ${Math.round(c.added).toLocaleString('en-US')}`).join(', ')}`);
-    }
+    // Counts do not depend on how many runs share the machine: --jobs only saves wall time.
+    let next = 0;
+    const worker = async () => {
+      while (next < RUNS) {
+        const i = next++;
+        const r = await runOnce(script, i);
+        runs.push(r);
+        console.error(`bench:work: run ${i + 1}/${RUNS} in ${r.seconds.toFixed(0)} s: ${Object.entries(r.counts).map(([id, c]) => `${id} ${Math.round(c.added).toLocaleString('en-US')}`).join(', ')}`);
+      }
+    };
+    await Promise.all(Array.from({ length: JOBS }, worker));
   } finally {
     rmSync(buildDir, { recursive: true, force: true });
   }
+  if (values['save-runs']) writeFileSync(values['save-runs'], `${JSON.stringify(runs, null, 2)}\n`);
   const measured = medianCounts(runs.map((r) => r.counts));
   const setup = { node: process.version, flags: { node: NODE_FLAGS, valgrind: VALGRIND_FLAGS }, requests: REQUESTS, warmup: WARMUP };
 
-  console.log(`## Instruction-count guard\n\nNode ${process.version}, ${VALGRIND_VERSION}, ${RUNS} run(s) (median), warmup ${WARMUP}, ${REQUESTS} requests per scenario and target, ${runs.reduce((s, r) => s + r.seconds, 0).toFixed(0)} s under valgrind.\n`);
+  console.log(`## Instruction-count guard\n\nNode ${process.version}, ${VALGRIND_VERSION}, ${RUNS} run(s) (median), warmup ${WARMUP}, ${REQUESTS} requests per scenario and target, ${((Date.now() - started) / 1000).toFixed(0)} s under valgrind (${JOBS} at a time).\n`);
   if (RUNS > 1) {
     console.log('| scenario | field | min | median | max | spread |\n| --- | --- | ---: | ---: | ---: | ---: |');
     for (const id of Object.keys(measured)) {
