@@ -96,6 +96,17 @@ interface RunResult {
   seconds: number;
 }
 
+/** CPU seconds (user + system) of this process's children that have been waited for (`/proc/self/stat` cutime + cstime). */
+function childrenCpuSeconds(): number | undefined {
+  try {
+    const stat = readFileSync('/proc/self/stat', 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[13]) + Number(fields[14])) / 100;
+  } catch {
+    return undefined;
+  }
+}
+
 /** One valgrind run of the workload; its per-phase counts. */
 async function runOnce(script: string, index: number): Promise<RunResult> {
   const dir = mkdtempSync(join(os.tmpdir(), 'op-work-'));
@@ -137,6 +148,7 @@ async function main(): Promise<void> {
   await build({ entryPoints: [join(ROOT, 'bench', 'work-count.ts')], bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', outfile: script, logLevel: 'warning' });
   const runs: RunResult[] = [];
   const started = Date.now();
+  const cpuBefore = childrenCpuSeconds();
   try {
     // Counts do not depend on how many runs share the machine: --jobs only saves wall time.
     let next = 0;
@@ -152,11 +164,13 @@ async function main(): Promise<void> {
   } finally {
     rmSync(buildDir, { recursive: true, force: true });
   }
+  const cpuAfter = childrenCpuSeconds();
+  const cpuPerRun = cpuBefore !== undefined && cpuAfter !== undefined ? ` (${((cpuAfter - cpuBefore) / RUNS).toFixed(0)} CPU s per run)` : '';
   if (values['save-runs']) writeFileSync(values['save-runs'], `${JSON.stringify(runs, null, 2)}\n`);
   const measured = medianCounts(runs.map((r) => r.counts));
   const setup = { node: process.version, flags: { node: NODE_FLAGS, valgrind: VALGRIND_FLAGS }, requests: REQUESTS, warmup: WARMUP };
 
-  console.log(`## Instruction-count guard\n\nNode ${process.version}, ${VALGRIND_VERSION}, ${RUNS} run(s) (median), warmup ${WARMUP}, ${REQUESTS} requests per scenario and target, ${((Date.now() - started) / 1000).toFixed(0)} s under valgrind (${JOBS} at a time).\n`);
+  console.log(`## Instruction-count guard\n\nNode ${process.version}, ${VALGRIND_VERSION}, ${RUNS} run(s) (median), warmup ${WARMUP}, ${REQUESTS} requests per scenario and target, ${((Date.now() - started) / 1000).toFixed(0)} s under valgrind (${JOBS} at a time)${cpuPerRun}.\n`);
   if (RUNS > 1) {
     console.log('| scenario | field | min | median | max | spread |\n| --- | --- | ---: | ---: | ---: | ---: |');
     for (const id of Object.keys(measured)) {
