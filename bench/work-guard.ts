@@ -16,7 +16,7 @@
  * Options: `--runs N` (default 1; the median of each scenario is compared or written), `--jobs N`
  * (runs at a time, default 1),
  * `--requests N` (measured requests per scenario and target, default 50), `--warmup N` (default
- * 50), `--save-runs FILE` (every run's counts as JSON), `--scenarios a,b` (default all of bench/work-scenarios.ts), `--max-rise F` (default 0.10),
+ * 50), `--save-runs FILE` (every run's counts as JSON), `--scenarios a,b` (default all of bench/work-scenarios.ts but chat-long), `--max-rise F` (default 0.10),
  * `--baseline FILE`. Needs valgrind on PATH and dist/ built (`npm run build`).
  *
  * @see https://valgrind.org/docs/manual/cl-manual.html
@@ -53,7 +53,9 @@ const { values } = parseArgs({
     requests: { type: 'string', default: '50' },
     warmup: { type: 'string', default: '50' },
     'save-runs': { type: 'string' },
-    scenarios: { type: 'string', default: WORK_SCENARIOS.map((s) => s.id).join(',') },
+    // chat-long is left out by default: its count spread 12 % over 5 runs (the 16 KB bodies
+    // arrive in a varying number of socket reads: even its direct phase spread 18 %).
+    scenarios: { type: 'string', default: WORK_SCENARIOS.filter((s) => s.id !== 'chat-long').map((s) => s.id).join(',') },
     'max-rise': { type: 'string', default: String(DEFAULT_MAX_RISE) },
     baseline: { type: 'string', default: join(ROOT, 'bench', 'results', 'work-baseline.json') },
   },
