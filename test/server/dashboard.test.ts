@@ -54,6 +54,19 @@ const micro = (n: number): string => `$${(n / 1e6).toFixed(6).replace(/(\.\d\d\d
 const skip = chromiumMissing();
 if (skip) process.stdout.write(`dashboard tests skipped: ${skip}\n`);
 
+/**
+ * Close a test's own gateway, waiting at most `ms`. KNOWN BUG (issue 21 note): a gateway started
+ * inside this suite sometimes never finishes closing (its listener is gone; the wait is in the
+ * runtime's or the store's close), which held the whole file until its timeout in 3 of 9 runs on
+ * the CI machine. Until it is found, the suite goes on after `ms` and says so on stderr.
+ */
+async function closeWithin(gw: TestGateway, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const done = await Promise.race([gw.close().then(() => true), new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)))]);
+  clearTimeout(timer);
+  if (!done) process.stderr.write(`*** dashboard test: a gateway did not finish closing within ${ms} ms (known bug, see closeWithin) ***\n`);
+}
+
 // 8 min: the first Chromium start after .ci/run installs it took over 3 min on a clean CI run (the
 // suite then runs in about a minute).
 describe('dashboard pages in headless Chromium', { skip: skip ?? false, timeout: 480_000 }, () => {
@@ -612,7 +625,7 @@ describe('dashboard pages in headless Chromium', { skip: skip ?? false, timeout:
       noProblems(problems);
       await page.close();
     } finally {
-      await own.close();
+      await closeWithin(own, 15_000);
     }
   });
 
@@ -645,7 +658,7 @@ describe('dashboard pages in headless Chromium', { skip: skip ?? false, timeout:
       await page.close();
     } finally {
       Date.now = realNow;
-      await own.close();
+      await closeWithin(own, 15_000);
     }
   });
 });
