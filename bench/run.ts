@@ -1247,7 +1247,7 @@ function report(results: ScenarioResult[], info: RunInfo): string {
     );
     out.push('- Anthropic scenarios: the client sends OpenAI chat to opinference, which translates to Messages (`anthropic` provider kind) and back; direct, bare Node and nginx send a native `POST /v1/messages` to the same upstream.');
     const cli = relative(ROOT, CLI) || CLI;
-    if (cli !== join('dist', 'src', 'cli.js') || GATEWAY_NODE_ARGS.length) out.push(`- Gateway command: \`node ${[...GATEWAY_NODE_ARGS, CLI].join(' ')} serve\`.`);
+    if (cli !== join('dist', 'src', 'cli.js') || GATEWAY_NODE_ARGS.length) out.push(`- Gateway command: \`node ${[...GATEWAY_NODE_ARGS, cli].join(' ')} serve\` (relative to the checkout).`);
     out.push('');
   }
   let flagged = false;
