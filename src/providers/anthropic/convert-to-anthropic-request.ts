@@ -1,4 +1,5 @@
 import type { ChatRequest } from '../../core/chat-types.js';
+import { parameterGate } from '../parameter-gate.js';
 import { requestedOutputLimit } from '../../core/output-limit.js';
 import type { ProviderConfig } from '../../config/schema.js';
 import { GatewayError } from '../../errors/gateway-error.js';
@@ -75,15 +76,8 @@ function stopSequences(stop: string | string[], warnings: string[]): string[] {
  */
 export function convertToAnthropicRequest(req: ChatRequest, target: ProviderTarget, stream: boolean): UpstreamCall {
   const supported = target.endpoint.supported_parameters as readonly string[];
-  const dropped: string[] = [];
+  const { dropped, present, allow } = parameterGate(req, supported);
   const warnings: string[] = [];
-  const present = (field: keyof ChatRequest): boolean => req[field] !== undefined && req[field] !== null;
-  const allow = (field: keyof ChatRequest, ...params: string[]): boolean => {
-    if (!present(field)) return false;
-    if (params.some((p) => supported.includes(p))) return true;
-    dropped.push(field);
-    return false;
-  };
 
   const prompt = convertToAnthropicMessages(req.messages);
   if (prompt.messages.length === 0) {

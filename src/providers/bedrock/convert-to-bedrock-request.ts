@@ -1,4 +1,5 @@
 import type { ChatMessage, ChatRequest, ReasoningDetail } from '../../core/chat-types.js';
+import { parameterGate } from '../parameter-gate.js';
 import { requestedOutputLimit } from '../../core/output-limit.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import type { ProviderTarget, UpstreamCall } from '../types.js';
@@ -193,15 +194,8 @@ function stopSequences(stop: string | string[]): string[] {
  */
 export async function convertToBedrockRequest(req: ChatRequest, target: ProviderTarget, stream: boolean, credentials: BedrockCredentials): Promise<UpstreamCall> {
   const supported = target.endpoint.supported_parameters as readonly string[];
-  const dropped: string[] = [];
+  const { dropped, present, allow } = parameterGate(req, supported);
   const warnings: string[] = [];
-  const present = (field: keyof ChatRequest): boolean => req[field] !== undefined && req[field] !== null;
-  const allow = (field: keyof ChatRequest, ...params: string[]): boolean => {
-    if (!present(field)) return false;
-    if (params.some((p) => supported.includes(p))) return true;
-    dropped.push(field);
-    return false;
-  };
   const model = target.endpoint.upstream_model;
   const anthropicModel = /(^|[.:/])anthropic\./.test(model);
 
