@@ -17,7 +17,8 @@ import { Pool } from 'undici';
 
 const origin = process.argv[2];
 if (!origin) throw new Error('usage: bare-proxy.ts UPSTREAM_ORIGIN');
-const pool = new Pool(origin, { connections: 1024, keepAliveTimeout: 60_000, headersTimeout: 0, bodyTimeout: 0 });
+// Up to 100,000 connections: the bench's slow streams hold one upstream connection each.
+const pool = new Pool(origin, { connections: 100_000, keepAliveTimeout: 60_000, headersTimeout: 0, bodyTimeout: 0 });
 
 const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-connection', 'host']);
 

@@ -29,7 +29,8 @@
  *   BENCH_ONLY (comma-separated scenario ids), BENCH_TARGETS (comma-separated of direct, bare,
  *   nginx, gateway), BENCH_LOADGEN (wrk | autocannon), BENCH_MEMORY (0 skips the memory section),
  *   BENCH_MEMORY_REQUESTS (200000), BENCH_SLOW_STREAMS (5000), BENCH_SLOW_CHUNKS (3000), BENCH_SLOW_HOLD_S (10),
- *   BENCH_TRACING (0 skips the tracing comparison), BENCH_TRACING_ROUNDS (3).
+ *   BENCH_TRACING (0 skips the tracing comparison), BENCH_TRACING_ROUNDS (3), BENCH_KEEP_TEMP (1 keeps the
+ *   temp folder: configs, SQLite files, gateway logs).
  *
  * Tracing on vs off: after the scenarios, a second gateway with OTEL_EXPORTER_OTLP_ENDPOINT set
  * (exporting to an OTLP/HTTP sink in this process) serves the `chat` and `chat-stream` scenarios
@@ -50,7 +51,6 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import type { EventEmitter } from 'node:events';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { createRequire } from 'node:module';
 import { createServer, type AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -59,6 +59,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import SQLite from 'better-sqlite3';
 import { stringify as toYaml } from 'yaml';
+import type { LiveResult, LoadCommand, OpenResult } from './stream-load.js';
 import type { Behaviour } from './upstream.js';
 import { prose } from './prose.js';
 
@@ -138,15 +139,28 @@ function envNumber(name: string, fallback: number): number {
   return n;
 }
 
+/** A count that may be 0 (0 skips what it counts). */
+function envCount(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!(n >= 0) || !Number.isInteger(n)) throw new Error(`${name} must be a whole number ≥ 0, got "${raw}"`);
+  return n;
+}
+
 const SETTINGS = {
   latencySeconds: envNumber('BENCH_LATENCY_S', QUICK ? 2 : 5),
   saturationSeconds: envNumber('BENCH_SATURATION_S', QUICK ? 2 : 8),
   warmupSeconds: envNumber('BENCH_WARMUP_S', 1),
   connections: Math.round(envNumber('BENCH_CONNECTIONS', 32)),
-  memoryRequests: Math.round(envNumber('BENCH_MEMORY_REQUESTS', 200_000)),
-  slowStreams: Math.round(envNumber('BENCH_SLOW_STREAMS', 5000)),
+  memoryRequests: envCount('BENCH_MEMORY_REQUESTS', 200_000),
+  slowStreams: envCount('BENCH_SLOW_STREAMS', 5000),
   slowChunks: Math.round(envNumber('BENCH_SLOW_CHUNKS', 3000)),
   slowHoldSeconds: envNumber('BENCH_SLOW_HOLD_S', 10),
+  /** Streams offered beyond the held ones, as a share of them (1 = as many again: 10,000 offered for 5,000). */
+  streamExcess: envCount('BENCH_STREAM_EXCESS', 1),
+  /** `serve --workers` counts the streams run is made with; each holds BENCH_SLOW_STREAMS per worker. */
+  streamWorkers: (process.env.BENCH_STREAM_WORKERS ?? '1,2').split(',').map((w) => Math.round(Number(w))).filter((w) => w >= 1),
 };
 
 /** `--quick` fails when opinference's CPU per request at saturation exceeds this many times bare Node's (BENCH_QUICK_MAX_RATIO). */
@@ -158,6 +172,7 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const CLI = process.env.BENCH_CLI ? resolve(process.env.BENCH_CLI) : join(ROOT, 'dist', 'src', 'cli.js');
 const GATEWAY_NODE_ARGS = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
 const UPSTREAM_SCRIPT = join(ROOT, 'bench', 'upstream.ts');
+const STREAM_LOAD_SCRIPT = join(ROOT, 'bench', 'stream-load.ts');
 const BARE_PROXY_SCRIPT = join(ROOT, 'bench', 'bare-proxy.ts');
 const RESULTS_DIR = join(ROOT, 'bench', 'results');
 const ADMIN_KEY = 'bench-admin-key';
@@ -222,7 +237,7 @@ function killAll(signal: NodeJS.Signals): void {
 
 process.on('exit', () => {
   killAll('SIGKILL');
-  if (tempDir) rmSync(tempDir, { recursive: true, force: true });
+  if (tempDir && process.env.BENCH_KEEP_TEMP !== '1') rmSync(tempDir, { recursive: true, force: true });
 });
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
   process.on(signal, () => {
@@ -415,7 +430,7 @@ function providerId(kind: 'openai' | 'anthropic', b: Behaviour): string {
   return kind === 'anthropic' ? `anth-${b}` : `up-${b}`;
 }
 
-function gatewayConfig(upstream: Upstream, scenarios: Scenario[]): unknown {
+function gatewayConfig(upstream: Upstream, scenarios: Scenario[], server?: Record<string, unknown>): unknown {
   const providers = new Map<string, unknown>();
   for (const s of scenarios) {
     for (const b of s.endpoints) {
@@ -425,6 +440,7 @@ function gatewayConfig(upstream: Upstream, scenarios: Scenario[]): unknown {
     }
   }
   return {
+    ...(server ? { server } : {}),
     // The failover scenarios must fail over on every request: the breaker counts failures but
     // never opens. Health samples, ordering and the breaker's bookkeeping still run.
     routing: { circuit_breaker: { failure_threshold: 1_000_000_000 }, recent_failure_ms: 0 },
@@ -444,9 +460,9 @@ const SUPPORTED_PARAMETERS = ['temperature', 'top_p', 'max_tokens', 'max_complet
 const KEY_FLAGS = ['--limit', '1000000', '--limit-reset', 'monthly', '--rpm', '1000000000', '--tpm', '1000000000000'];
 
 /** Start the built gateway on a free port with a temp config and SQLite file and a key made by `keys create`; wait for /health. */
-async function startGateway(dir: string, upstream: Upstream, scenarios: Scenario[], serveArgs: string[] = [], extraEnv: Record<string, string> = {}): Promise<GatewayProcess> {
+async function startGateway(dir: string, upstream: Upstream, scenarios: Scenario[], serveArgs: string[] = [], extraEnv: Record<string, string> = {}, server?: Record<string, unknown>): Promise<GatewayProcess> {
   const configFile = join(dir, 'opinference.yaml');
-  writeFileSync(configFile, toYaml(gatewayConfig(upstream, scenarios)));
+  writeFileSync(configFile, toYaml(gatewayConfig(upstream, scenarios, server)));
   const dbFile = join(dir, 'bench.db');
   const logFile = join(dir, 'gateway.log');
   const port = await freePort();
@@ -872,58 +888,163 @@ async function rssAfterRequests(stack: Stack, requests: number): Promise<RssAfte
   return { requests, ok: run.ok, bad: run.bad, seconds: run.seconds, series, final: rssBytes(pid), peak: rssBytes(pid, 'VmHWM') };
 }
 
+/** Streams opened by one phase, as the load generators answered it (summed over them). */
+interface OpenSummary {
+  ok: number;
+  ttfbMs: number[];
+  connectMs: number[];
+  headMs: number[];
+  refused: OpenResult['refused'];
+  failed: OpenResult['failed'];
+  elapsedMs: number;
+}
+
 interface SlowStreamsResult {
+  /** Streams held by the gateway (all processes), and streams offered beyond them. */
   streams: number;
+  excessOffered: number;
+  workers: number;
   chunks: number;
-  /** Streams whose response head arrived, and the time until the last one did, in s. */
-  opened: number;
-  openSeconds: number;
-  /** Streams that received data during the /health window (all should). */
-  live: number;
-  /** Streams that ended or failed before the window was over (none should). */
-  failed: number;
-  firstError: string | undefined;
-  /** /health response times in ms while every stream was held open. */
+  /** The same streams straight to the upstream: the time-to-first-byte baseline. */
+  direct: OpenSummary | undefined;
+  /** The same streams through the bare Node proxy: opened, receiving while held, CPUs it used while held. */
+  bare: { opened: OpenSummary; live: number; cpus: number | undefined } | undefined;
+  opened: OpenSummary;
+  /** Held streams that received data in the hold window, and the ones that ended or failed. */
+  heldLive: LiveResult;
+  excess: OpenSummary | undefined;
+  /** Held streams that received data while the excess was offered. */
+  excessLive: LiveResult | undefined;
+  /** /health response times in ms, by phase. */
   health: number[];
-  /** /health response times in ms while the streams were being opened. */
   healthOpening: number[];
+  healthExcess: number[];
   healthWindowS: number;
+  /** Gateway RSS (all its processes) before the streams, once all were held, and the peak, in bytes. */
+  rssIdle: number | undefined;
+  rssHeld: number | undefined;
   rssPeak: number | undefined;
-  /** Gateway CPUs used during the window. */
+  /** Gateway CPUs used during the hold window. */
   gatewayCpus: number | undefined;
 }
 
-/**
- * `n` concurrent streams of up to `chunks` chunks each, trickled by the upstream at one per
- * 100 ms, opened at most OPENING at a time (each waits for its response head). Once all are open, `GET /health` back to back (10 ms apart,
- * on a keep-alive connection of its own) for `holdSeconds` (or until a stream ends); then the
- * client closes every stream (the gateway cancels them upstream). Samples the gateway's RSS
- * every 250 ms throughout.
- */
-/** Slow streams sent but not yet answered, at most, while they are being opened. */
+/** Streams each load-generator process opens at most (open-files limit per process). */
+const STREAMS_PER_LOADGEN = 8000;
+/** Streams waiting for their response head at a time, per load generator. */
 const OPENING = 100;
-/** Longest time given to open all slow streams, in ms. */
+/** Longest time given to one phase's streams to open, in ms; the rest count as failed. */
 const OPEN_DEADLINE_MS = 120_000;
 
-async function slowStreams(stack: Stack, n: number, chunks: number, holdSeconds: number): Promise<SlowStreamsResult> {
-  const gw = stack.gateway;
-  const pid = gw.child.pid;
-  const agent = new HttpAgent({ keepAlive: false, maxSockets: Number.POSITIVE_INFINITY });
-  const body = JSON.stringify({ ...requestBody(SLOW_SCENARIO), max_tokens: chunks });
-  const url = new URL('/v1/chat/completions', gw.origin);
-  const r: SlowStreamsResult = { streams: n, chunks, opened: 0, openSeconds: Number.NaN, live: 0, failed: 0, firstError: undefined, health: [], healthOpening: [], healthWindowS: 0, rssPeak: undefined, gatewayCpus: undefined };
-  let measuring = true;
-  const fail = (why: string) => {
-    if (!measuring) return;
-    r.failed++;
-    r.firstError ??= why;
+/** Load-generator child processes (bench/stream-load.ts) answering commands over IPC. */
+class StreamLoad {
+  private nextId = 1;
+  private readonly waiting = new Map<number, (m: unknown) => void>();
+  private constructor(private readonly child: ChildProcess) {
+    child.on('message', (m: { id?: number }) => {
+      if (m.id === undefined) return;
+      this.waiting.get(m.id)?.(m);
+      this.waiting.delete(m.id);
+    });
+  }
+
+  static async start(): Promise<StreamLoad> {
+    const child = track(spawn(process.execPath, ['--import', 'tsx', STREAM_LOAD_SCRIPT], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+    await new Promise<void>((ready, reject) => {
+      child.once('message', () => ready());
+      child.once('exit', (code, signal) => reject(new Error(`bench/stream-load.ts exited early (${code ?? signal})`)));
+    });
+    return new StreamLoad(child);
+  }
+
+  ask<T>(command: Record<string, unknown> & { cmd: LoadCommand['cmd'] }): Promise<T> {
+    const id = this.nextId++;
+    return new Promise<T>((answer) => {
+      this.waiting.set(id, answer as (m: unknown) => void);
+      this.child.send({ ...command, id });
+    });
+  }
+
+  stop(): Promise<void> {
+    return stopChild(this.child);
+  }
+}
+
+/** Open `count` streams spread over the load generators and sum their answers. */
+async function openStreams(loads: StreamLoad[], count: number, url: string, headers: Record<string, string>, body: string): Promise<OpenSummary> {
+  const share = (i: number) => Math.floor(count / loads.length) + (i < count % loads.length ? 1 : 0);
+  const parts = await Promise.all(loads.map((l, i) => l.ask<OpenResult>({ cmd: 'open', url, headers, body, count: share(i), pending: OPENING, deadlineMs: OPEN_DEADLINE_MS })));
+  const failed = new Map<string, number>();
+  for (const p of parts) for (const f of p.failed) failed.set(f.message, (failed.get(f.message) ?? 0) + f.count);
+  return {
+    ok: parts.reduce((a, p) => a + p.ok, 0),
+    ttfbMs: parts.flatMap((p) => p.ttfbMs),
+    connectMs: parts.flatMap((p) => p.connectMs),
+    headMs: parts.flatMap((p) => p.headMs),
+    refused: parts.flatMap((p) => p.refused),
+    failed: [...failed].map(([message, n]) => ({ message, count: n })),
+    elapsedMs: Math.max(...parts.map((p) => p.elapsedMs)),
   };
+}
+
+async function liveStreams(loads: StreamLoad[]): Promise<LiveResult> {
+  const parts = await Promise.all(loads.map((l) => l.ask<LiveResult>({ cmd: 'live' })));
+  return { id: 0, live: parts.reduce((a, p) => a + p.live, 0), open: parts.reduce((a, p) => a + p.open, 0), ended: parts.reduce((a, p) => a + p.ended, 0), firstEnd: parts.find((p) => p.firstEnd)?.firstEnd };
+}
+
+function treeRss(root: number | undefined): number | undefined {
+  const tree = processTree(root);
+  if (tree.length === 0) return undefined;
+  let sum = 0;
+  for (const pid of tree) sum += rssBytes(pid) ?? 0;
+  return sum;
+}
+
+/**
+ * Streams at scale (issue #21 item 5). `n` slow streams (one chunk per 100 ms, up to `chunks`)
+ * are first opened straight to the upstream (the time-to-first-byte baseline) and closed; then,
+ * against a fresh gateway (`serve --workers <workers>`, `server.overload.max_streams` = n per
+ * process), opened by load-generator child processes at most OPENING pending at a time each,
+ * held `holdSeconds` while `GET /health` is probed back to back (10 ms apart, from this process,
+ * which holds no stream), then `excess` more are offered while the n are held (each should be
+ * refused at once with 503 `gateway_overloaded`), then all are closed by the client. The
+ * gateway's RSS (all its processes) is sampled every 250 ms.
+ */
+async function slowStreams(dir: string, upstream: Upstream, n: number, excess: number, workers: number, chunks: number, holdSeconds: number): Promise<SlowStreamsResult> {
+  const body = JSON.stringify({ ...requestBody(SLOW_SCENARIO), max_tokens: chunks });
+  const loads = await Promise.all(Array.from({ length: Math.max(1, Math.ceil((n + excess) / STREAMS_PER_LOADGEN)) }, () => StreamLoad.start()));
+  process.stderr.write(`bench: streams: ${fmtInt(n)} slow streams straight to the upstream (the baseline)…\n`);
+  const direct = await openStreams(loads, n, `${upstream.url('slow')}/chat/completions`, { 'content-type': 'application/json' }, JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true, max_tokens: chunks }));
+  await Promise.all(loads.map((l) => l.ask({ cmd: 'close' })));
+  await sleep(1000);
+  // The same streams through the bare Node proxy, held as long: its CPU per relayed chunk is the floor.
+  process.stderr.write(`bench: streams: ${fmtInt(n)} slow streams through the bare Node proxy…\n`);
+  const bare = await startBareProxy(upstream);
+  const viaBare = await openStreams(loads, n, `${bare.origin}/slow/v1/chat/completions`, { 'content-type': 'application/json' }, JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true, max_tokens: chunks }));
+  const b0 = cpuSeconds(bare.child.pid ?? -1);
+  const bt0 = performance.now();
+  await sleep(holdSeconds * 1000);
+  const b1 = cpuSeconds(bare.child.pid ?? -1);
+  const bareCpus = b0 !== undefined && b1 !== undefined ? (b1 - b0) / ((performance.now() - bt0) / 1000) : undefined;
+  const bareLive = await liveStreams(loads);
+  await Promise.all(loads.map((l) => l.ask({ cmd: 'close' })));
+  await stopChild(bare.child);
+  await sleep(1000);
+
+  const env: Record<string, string> = workers > 1 ? { OP_REDIS_URL: process.env.OP_REDIS_URL || 'redis://127.0.0.1:6379', OP_REDIS_PREFIX: `op-bench:${process.pid}:streams:` } : {};
+  const gw = await startGateway(dir, upstream, [SLOW_SCENARIO], workers > 1 ? ['--workers', String(workers)] : [], env, { overload: { max_streams: Math.ceil(n / workers) } });
+  if (workers > 1) await sleep(2000); // every worker listening
+  const pid = gw.child.pid;
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${gw.key}` };
+  const url = `${gw.origin}/v1/chat/completions`;
+  // Warm-up: a few streams opened and closed, so the idle RSS includes what the first requests load.
+  await openStreams(loads, Math.min(100, n), url, headers, body);
+  await Promise.all(loads.map((l) => l.ask({ cmd: 'close' })));
+  await sleep(2000);
+  const rssIdle = treeRss(pid);
   let rssPeak = 0;
-  const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, rssBytes(pid) ?? 0)), 250);
-  process.stderr.write(`bench: memory: ${n.toLocaleString('en-US')} slow streams (one chunk per 100 ms)…\n`);
-  const streams: { req: ReturnType<typeof httpRequest>; bytes: number; last: string }[] = [];
-  // /health back to back from the first stream on; each probe is tagged with the phase it ran in.
-  const state: { phase: 'opening' | 'held' | 'done' } = { phase: 'opening' };
+  const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, treeRss(pid) ?? 0)), 250);
+  const state: { phase: 'opening' | 'held' | 'excess' | 'done' } = { phase: 'opening' };
+  const health: Record<'opening' | 'held' | 'excess', number[]> = { opening: [], held: [], excess: [] };
   const prober = (async () => {
     while (state.phase !== 'done') {
       const p = state.phase;
@@ -931,72 +1052,79 @@ async function slowStreams(stack: Stack, n: number, chunks: number, holdSeconds:
       try {
         const res = await fetch(`${gw.origin}/health`);
         await res.arrayBuffer();
-        if (res.ok && state.phase === p) (p === 'held' ? r.health : r.healthOpening).push(performance.now() - s);
+        if (res.ok && state.phase === p) health[p].push(performance.now() - s);
       } catch {
         // counted as a missing probe
       }
       await sleep(10);
     }
   })();
-  const t0 = performance.now();
-  const openDeadline = t0 + OPEN_DEADLINE_MS;
-  for (let i = 0; i < n && performance.now() < openDeadline; i++) {
-    // Self-paced ramp: at most OPENING streams waiting for their response head at a time.
-    while (i - r.opened - r.failed >= OPENING && performance.now() < openDeadline) await sleep(5);
-    const st = { req: undefined as unknown as ReturnType<typeof httpRequest>, bytes: 0, last: '' };
-    st.req = httpRequest(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: `Bearer ${gw.key}` } }, (res) => {
-      if (res.statusCode !== 200) fail(`status ${res.statusCode}`);
-      r.opened++;
-      if (r.opened === n) r.openSeconds = (performance.now() - t0) / 1000;
-      res.on('data', (c: Buffer) => {
-        st.bytes += c.length;
-        st.last = c.toString('utf8', Math.max(0, c.length - 300));
-      });
-      res.on('end', () => fail(`stream ended during the measurement; its last bytes: ${st.last}`));
-      res.on('error', (err) => fail(err.message));
-    });
-    st.req.on('error', (err) => fail(err.message));
-    st.req.end(body);
-    streams.push(st);
-  }
-  // Wait until every stream is open (or failed), then hold them all while /health is probed.
-  while (r.opened + r.failed < n && performance.now() < openDeadline) await sleep(50);
-  const bytesAtStart = streams.map((st) => st.bytes);
-  const cpu0 = cpuSeconds(pid ?? -1);
+  process.stderr.write(`bench: streams: ${fmtInt(n)} slow streams through the gateway (--workers ${workers})…\n`);
+  const opened = await openStreams(loads, n, url, headers, body);
+  await Promise.all(loads.map((l) => l.ask({ cmd: 'mark' })));
+  const cpu0 = treeCpu(processTree(pid));
   const h0 = performance.now();
   state.phase = 'held';
-  const healthUntil = h0 + holdSeconds * 1000;
-  while (performance.now() < healthUntil) await sleep(50);
+  await sleep(holdSeconds * 1000);
+  const healthWindowS = (performance.now() - h0) / 1000;
+  const cpu1 = treeCpu(processTree(pid));
+  const rssHeld = treeRss(pid);
+  const heldLive = await liveStreams(loads);
+  let excessResult: OpenSummary | undefined;
+  let excessLive: LiveResult | undefined;
+  if (excess > 0) {
+    process.stderr.write(`bench: streams: ${fmtInt(excess)} more offered while they are held…\n`);
+    await Promise.all(loads.map((l) => l.ask({ cmd: 'mark' })));
+    state.phase = 'excess';
+    const e0 = performance.now();
+    excessResult = await openStreams(loads, excess, url, headers, body);
+    await sleep(Math.max(0, 1000 - (performance.now() - e0))); // every held stream had at least 1 s to receive a chunk
+    excessLive = await liveStreams(loads);
+  }
   state.phase = 'done';
   await prober;
-  r.healthWindowS = (performance.now() - h0) / 1000;
-  const cpu1 = cpuSeconds(pid ?? -1);
-  if (cpu0 !== undefined && cpu1 !== undefined) r.gatewayCpus = (cpu1 - cpu0) / r.healthWindowS;
-  r.live = streams.filter((st, i) => st.bytes > bytesAtStart[i]!).length;
-  if (r.failed > 0) r.firstError += ` (gateway log: ${tail(gw.logFile, 3)})`;
-  measuring = false;
-  for (const st of streams) st.req.destroy();
-  agent.destroy();
-  await sleep(1000); // the gateway sees the disconnects
   clearInterval(sampler);
-  r.rssPeak = rssPeak || undefined;
-  return r;
+  await Promise.all(loads.map((l) => l.ask({ cmd: 'close' })));
+  await Promise.all(loads.map((l) => l.stop()));
+  await sleep(1000); // the gateway sees the disconnects
+  await stopChild(gw.child);
+  return {
+    streams: n,
+    excessOffered: excess,
+    workers,
+    chunks,
+    direct,
+    bare: { opened: viaBare, live: bareLive.live, cpus: bareCpus },
+    opened,
+    heldLive,
+    excess: excessResult,
+    excessLive,
+    health: health.held,
+    healthOpening: health.opening,
+    healthExcess: health.excess,
+    healthWindowS,
+    rssIdle,
+    rssHeld,
+    rssPeak: rssPeak || undefined,
+    gatewayCpus: cpu0 !== undefined && cpu1 !== undefined ? (cpu1 - cpu0) / healthWindowS : undefined,
+  };
 }
 
-/** File descriptors the slow-streams test needs in one process: the gateway holds a client and an upstream socket per stream. */
-function slowStreamsFds(n: number): number {
-  return 2 * n + 1024;
+/** File descriptors the slow-streams test needs in one process: a gateway process holds a client and an upstream socket per stream it holds, the upstream one per stream. */
+function slowStreamsFds(n: number, workers: number): number {
+  return Math.max(2 * Math.ceil(n / workers), n) + 1024;
 }
 
 interface MemoryResult {
   rss?: RssAfterRequests;
-  slow?: SlowStreamsResult;
-  /** Why the slow streams were not run. */
-  slowSkipped?: string;
+  /** One run per `--workers` count (BENCH_STREAM_WORKERS). */
+  slow: SlowStreamsResult[];
+  /** Why slow-stream runs were not made. */
+  slowSkipped: string[];
 }
 
 async function memorySection(dir: string, upstream: Upstream, requests: number, streams: number): Promise<MemoryResult> {
-  const out: MemoryResult = {};
+  const out: MemoryResult = { slow: [], slowSkipped: [] };
   if (requests > 0) {
     const d = join(dir, 'memory-requests');
     mkdirSync(d);
@@ -1005,15 +1133,16 @@ async function memorySection(dir: string, upstream: Upstream, requests: number, 
     await stopChild(gateway.child);
   }
   if (streams > 0) {
-    const limit = openFilesLimit();
-    if (limit && limit.soft < slowStreamsFds(streams)) {
-      out.slowSkipped = `open-files limit ${limit.hard} (Node raises its soft limit to the hard one; children inherit it) is below the ${slowStreamsFds(streams)} the test needs: raise it (\`ulimit -Hn ${slowStreamsFds(streams)}\` as root, or LimitNOFILE / nofile in limits.conf) and run the bench again`;
-    } else {
-      const d = join(dir, 'memory-streams');
+    for (const workers of SETTINGS.streamWorkers) {
+      const n = streams * workers;
+      const limit = openFilesLimit();
+      if (limit && limit.soft < slowStreamsFds(n, workers)) {
+        out.slowSkipped.push(`--workers ${workers}: open-files limit ${limit.hard} (Node raises its soft limit to the hard one; children inherit it) is below the ${slowStreamsFds(n, workers)} the test needs: raise it (\`ulimit -Hn ${slowStreamsFds(n, workers)}\` as root, or LimitNOFILE / nofile in limits.conf) and run the bench again`);
+        continue;
+      }
+      const d = join(dir, `streams-w${workers}`);
       mkdirSync(d);
-      const gateway = await startGateway(d, upstream, [SLOW_SCENARIO]);
-      out.slow = await slowStreams({ upstream, bare: undefined, nginx: undefined, gateway }, streams, SETTINGS.slowChunks, SETTINGS.slowHoldSeconds);
-      await stopChild(gateway.child);
+      out.slow.push(await slowStreams(d, upstream, n, Math.round(n * SETTINGS.streamExcess), workers, SETTINGS.slowChunks, SETTINGS.slowHoldSeconds));
     }
   }
   return out;
@@ -1133,14 +1262,7 @@ function aims(results: ScenarioResult[], memory: MemoryResult | undefined): Aim[
   if (memory?.rss?.final !== undefined) {
     push(`RSS after ${fmtInt(memory.rss.requests)} requests`, memory.rss.final / 1e6, fmtMB(memory.rss.final), '≤ 160 MB', 160);
   }
-  const slow = memory?.slow;
-  if (slow) {
-    if (slow.rssPeak !== undefined) push(`peak RSS with ${fmtInt(slow.streams)} concurrent slow streams`, slow.rssPeak / 2 ** 30, `${(slow.rssPeak / 2 ** 20).toFixed(0)} MiB`, '< 1 GiB', 1);
-    const sorted = [...slow.health].sort((a, b) => a - b);
-    const p99 = percentile(sorted, 99);
-    push(`/health p99 during the ${fmtInt(slow.streams)} slow streams`, p99, `${fmtMs(p99)} ms (${sorted.length} probes)`, '< 50 ms', 50);
-    out.push({ what: `slow streams open and receiving while held`, value: slow.live, shown: `${fmtInt(slow.live)} of ${fmtInt(slow.streams)}`, limit: 'all', ok: slow.live === slow.streams && slow.failed === 0 });
-  }
+  for (const slow of memory?.slow ?? []) out.push(...streamAims(slow));
   return out;
 }
 
@@ -1184,6 +1306,80 @@ function ratiosTable(results: ScenarioResult[]): string[] {
   return out;
 }
 
+function sortedCopy(values: number[]): number[] {
+  return [...values].sort((a, b) => a - b);
+}
+
+function refusedCodes(o: OpenSummary): string {
+  const by = new Map<string, number>();
+  for (const r of o.refused) by.set(`${r.status} ${r.code ?? '(no code)'}`, (by.get(`${r.status} ${r.code ?? '(no code)'}`) ?? 0) + 1);
+  for (const f of o.failed) by.set(f.message, f.count);
+  return by.size === 0 ? 'none' : [...by].map(([k, v]) => `${fmtInt(v)} ${k}`).join(', ');
+}
+
+/** The issue #21 item 4 and 5 targets of one streams-at-scale run. */
+function streamAims(slow: SlowStreamsResult): Aim[] {
+  const out: Aim[] = [];
+  const w = slow.workers > 1 ? `, --workers ${slow.workers}` : '';
+  const push = (what: string, value: number, shown: string, limit: string, ok: boolean) => {
+    if (Number.isFinite(value)) out.push({ what, value, shown, limit, ok });
+  };
+  const n = fmtInt(slow.streams);
+  const o = slow.opened;
+  push(`${n} slow streams opened (none reset, none refused)${w}`, o.ok, `${fmtInt(o.ok)} of ${n} (not opened: ${refusedCodes(o)})`, 'all', o.ok === slow.streams);
+  const g99 = percentile(sortedCopy(o.ttfbMs), 99);
+  const d99 = slow.direct ? percentile(sortedCopy(slow.direct.ttfbMs), 99) : Number.NaN;
+  push(`time to first byte p99 over direct, ${n} slow streams${w}`, g99 - d99, `${fmtSigned(g99 - d99)} ms (${fmtMs(g99)} / ${fmtMs(d99)})`, '≤ 250 ms', g99 - d99 <= 250);
+  const h = percentile(sortedCopy(slow.health), 99);
+  push(`/health p99 while the ${n} streams are held${w}`, h, `${fmtMs(h)} ms (${slow.health.length} probes)`, '< 50 ms', h < 50);
+  push(`held streams receiving data${w}`, slow.heldLive.live, `${fmtInt(slow.heldLive.live)} of ${n}`, 'all', slow.heldLive.live === slow.streams && slow.heldLive.ended === 0);
+  if (slow.rssPeak !== undefined) push(`peak RSS with ${n} slow streams${w}`, slow.rssPeak, `${(slow.rssPeak / 2 ** 20).toFixed(0)} MiB`, '< 1 GiB', slow.rssPeak < 2 ** 30);
+  if (slow.rssHeld !== undefined && slow.rssIdle !== undefined) {
+    const per = (slow.rssHeld - slow.rssIdle) / slow.streams / 1024;
+    push(`RSS per held stream${w}`, per, `${per.toFixed(1)} KB`, '≤ 80 KB', per <= 80);
+  }
+  const e = slow.excess;
+  if (e) {
+    const offered = fmtInt(slow.excessOffered);
+    const right = e.refused.filter((r) => r.status === 503 && r.code === 'gateway_overloaded').length;
+    push(`${offered} streams offered beyond the ${n}: refused with 503 gateway_overloaded${w}`, right, `${fmtInt(right)} of ${offered} (others: ${e.ok > 0 ? `${fmtInt(e.ok)} opened, ` : ''}${refusedCodes({ ...e, refused: e.refused.filter((r) => !(r.status === 503 && r.code === 'gateway_overloaded')) })})`, 'all', right === slow.excessOffered);
+    const ms = sortedCopy(e.refused.map((r) => r.ms));
+    const max = ms[ms.length - 1] ?? Number.NaN;
+    push(`time to refuse an excess stream${w}`, max, `max ${fmtMs(max)} ms (p50 ${fmtMs(percentile(ms, 50))}, p99 ${fmtMs(percentile(ms, 99))})`, '< 10 ms each', max < 10);
+    if (slow.excessLive) push(`held streams receiving data while the excess is refused${w}`, slow.excessLive.live, `${fmtInt(slow.excessLive.live)} of ${n}`, 'all', slow.excessLive.live === slow.streams && slow.excessLive.ended === 0);
+    const he = percentile(sortedCopy(slow.healthExcess), 99);
+    push(`/health p99 while the excess is refused${w}`, he, `${fmtMs(he)} ms (${slow.healthExcess.length} probes)`, '< 50 ms', he < 50);
+  }
+  return out;
+}
+
+/** CPU µs per relayed chunk of `streams` slow streams (10 chunks per s each) using `cpus` CPUs. */
+function perChunk(cpus: number | undefined, streams: number): string {
+  return cpus === undefined || streams === 0 ? 'n/a' : ((cpus * 1e6) / (streams * 10)).toFixed(1);
+}
+
+function streamLines(s: SlowStreamsResult): string[] {
+  const line = (label: string, values: number[]) => {
+    const v = sortedCopy(values);
+    return `${label} (${v.length}): p50 ${fmtMs(percentile(v, 50))} ms, p99 ${fmtMs(percentile(v, 99))} ms, max ${fmtMs(v[v.length - 1] ?? Number.NaN)} ms`;
+  };
+  const o = s.opened;
+  const out = [
+    `**${fmtInt(s.streams)} concurrent slow streams, \`serve --workers ${s.workers}\`** (a fresh gateway with \`server.overload.max_streams: ${fmtInt(Math.ceil(s.streams / s.workers))}\` per process; the upstream trickles one chunk per 100 ms per stream in 10 phase slots, up to ${s.chunks} per stream; load generators in child processes open ${OPENING} at a time each, then hold them ${s.healthWindowS.toFixed(1)} s; then ${fmtInt(s.excessOffered)} more are offered; then the client closes all):`,
+    '',
+    `- straight to the upstream: ${s.direct ? `${fmtInt(s.direct.ok)} opened in ${(s.direct.elapsedMs / 1000).toFixed(1)} s (not opened: ${refusedCodes(s.direct)}); ${line('time to first byte', s.direct.ttfbMs)}` : 'not measured'}`,
+    `- through the bare Node proxy: ${s.bare ? `${fmtInt(s.bare.opened.ok)} opened in ${(s.bare.opened.elapsedMs / 1000).toFixed(1)} s, ${fmtInt(s.bare.live)} received data while held ${s.healthWindowS.toFixed(0)} s; it used ${fmtCpus(s.bare.cpus)} CPUs (${perChunk(s.bare.cpus, s.streams)} µs per relayed chunk); ${line('time to first byte', s.bare.opened.ttfbMs)}` : 'not measured'}`,
+    `- through the gateway: ${fmtInt(o.ok)} opened in ${(o.elapsedMs / 1000).toFixed(1)} s (not opened: ${refusedCodes(o)}); ${line('time to first byte', o.ttfbMs)}; ${line('to the TCP connection', o.connectMs)}; ${line('to the response head', o.headMs)}`,
+    `- held: ${fmtInt(s.heldLive.live)} received data in the window, ${fmtInt(s.heldLive.ended)} ended or failed${s.heldLive.firstEnd ? ` (first: ${s.heldLive.firstEnd})` : ''}; gateway ${fmtCpus(s.gatewayCpus)} CPUs (${perChunk(s.gatewayCpus, s.heldLive.live)} µs per relayed chunk); RSS ${fmtMB(s.rssIdle)} before, ${fmtMB(s.rssHeld)} held (peak ${fmtMB(s.rssPeak)}), ${s.rssHeld !== undefined && s.rssIdle !== undefined ? `${((s.rssHeld - s.rssIdle) / s.streams / 1024).toFixed(1)} KB per stream` : 'n/a'}`,
+    `- \`GET /health\`: ${line('while opening', s.healthOpening)}; ${line('while held', s.health)}${s.excess ? `; ${line('while the excess was offered', s.healthExcess)}` : ''}`,
+  ];
+  if (s.excess) {
+    out.push(`- excess: ${fmtInt(s.excessOffered)} offered in ${(s.excess.elapsedMs / 1000).toFixed(1)} s: ${refusedCodes(s.excess)}${s.excess.ok ? `, ${fmtInt(s.excess.ok)} opened` : ''}; ${line('time to the whole refusal', s.excess.refused.map((r) => r.ms))}; held streams receiving meanwhile: ${fmtInt(s.excessLive?.live ?? 0)} of ${fmtInt(s.streams)}`);
+  }
+  out.push('');
+  return out;
+}
+
 function memoryLines(m: MemoryResult): string[] {
   const out: string[] = ['## Memory', ''];
   if (m.rss) {
@@ -1194,26 +1390,14 @@ function memoryLines(m: MemoryResult): string[] {
       '',
     );
   }
-  if (m.slow) {
-    const s = m.slow;
-    const sorted = [...s.health].sort((a, b) => a - b);
-    const opening = [...s.healthOpening].sort((a, b) => a - b);
-    out.push(
-      `**${fmtInt(s.streams)} concurrent slow streams** (a fresh gateway; the upstream trickles one chunk per 100 ms, up to ${s.chunks} per stream; opened ${OPENING} at a time, held ${s.healthWindowS.toFixed(1)} s once all were open, then closed by the client): ` +
-        `${fmtInt(s.opened)} opened (${Number.isFinite(s.openSeconds) ? `the last ${s.openSeconds.toFixed(1)} s after the first` : `not all within ${OPEN_DEADLINE_MS / 1000} s`}), ${fmtInt(s.live)} received data while held, ${fmtInt(s.failed)} failed or ended early${s.firstError ? ` (first: ${s.firstError.slice(0, 400)})` : ''}. ` +
-        `Gateway peak RSS ${s.rssPeak === undefined ? 'n/a' : `${(s.rssPeak / 2 ** 20).toFixed(0)} MiB`}; it used ${fmtCpus(s.gatewayCpus)} CPUs while the streams were held. ` +
-        `\`GET /health\` back to back while all were held (${sorted.length} probes): p50 ${fmtMs(percentile(sorted, 50))} ms, p99 ${fmtMs(percentile(sorted, 99))} ms, max ${fmtMs(sorted[sorted.length - 1] ?? Number.NaN)} ms; ` +
-        `while they were being opened (${opening.length} probes): p50 ${fmtMs(percentile(opening, 50))} ms, p99 ${fmtMs(percentile(opening, 99))} ms, max ${fmtMs(opening[opening.length - 1] ?? Number.NaN)} ms.`,
-      '',
-    );
-  }
-  if (m.slowSkipped) out.push(`Slow streams: skipped — ${m.slowSkipped}.`, '');
+  for (const slow of m.slow) out.push(...streamLines(slow));
+  for (const why of m.slowSkipped) out.push(`Slow streams: skipped — ${why}.`, '');
   return out;
 }
 
 function aimsLines(list: Aim[]): string[] {
   if (list.length === 0) return [];
-  return ['## Against the targets (issue #12)', '', '| figure | measured | target | |', '| --- | ---: | ---: | :---: |', ...list.map((a) => `| ${a.what} | ${a.shown} | ${a.limit} | ${a.ok ? '✅' : '❌'} |`), ''];
+  return ['## Against the targets (issues #12 and #21)', '', '| figure | measured | target | |', '| --- | ---: | ---: | :---: |', ...list.map((a) => `| ${a.what} | ${a.shown} | ${a.limit} | ${a.ok ? '✅' : '❌'} |`), ''];
 }
 
 function report(results: ScenarioResult[], info: RunInfo): string {

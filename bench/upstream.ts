@@ -21,7 +21,7 @@
  *                                   usage and [DONE]), so CPU per relayed chunk can be measured:
  *                                   (CPU/req at 200 chunks − CPU/req at 20) / 180
  *   POST /fail/v1/chat/completions  answers at once with a 503 OpenAI error envelope
- *   POST /slow/v1/chat/completions  a stream that trickles one content chunk per 100 ms;
+ *   POST /slow/v1/chat/completions  a stream that trickles one content chunk per 100 ms (streams in 10 phase slots 10 ms apart);
  *                                   `max_completion_tokens` (or `max_tokens`) chunks (default 50), then finish, usage, [DONE]
  * Bodies are fixed and prebuilt, so the upstream does the same (minimal) work for every
  * request whether it comes from the load generator, a baseline proxy or the gateway.
@@ -144,12 +144,30 @@ function sendStream(res: ServerResponse, events: string[]): void {
   res.end();
 }
 
-/** Open `slow` streams; one shared timer writes the next chunk to each every SLOW_CHUNK_MS. */
-const slowStreams = new Set<{ res: ServerResponse; left: number; first: boolean }>();
+/**
+ * Open `slow` streams, spread over SLOW_SLOTS phase slots: one shared timer fires every
+ * SLOW_CHUNK_MS / SLOW_SLOTS ms and writes the next chunk to the streams of one slot, so each
+ * stream still gets one chunk per SLOW_CHUNK_MS but the streams are not all written in the same
+ * instant (independent agents are not in phase; one burst of 5,000 writes every 100 ms would
+ * measure the burst, not the streams).
+ */
+const SLOW_SLOTS = 10;
+const slowSlots = Array.from({ length: SLOW_SLOTS }, () => new Set<SlowStream>());
+let slowCount = 0;
+let slowOpened = 0;
+let slowSlot = 0;
 let slowTimer: NodeJS.Timeout | undefined;
 
+interface SlowStream {
+  res: ServerResponse;
+  left: number;
+  first: boolean;
+}
+
 function tickSlow(): void {
-  for (const s of slowStreams) {
+  const slot = slowSlots[slowSlot]!;
+  slowSlot = (slowSlot + 1) % SLOW_SLOTS;
+  for (const s of slot) {
     if (s.left > 0) {
       s.res.write(chunk([{ index: 0, delta: s.first ? { role: 'assistant', content: 'tick' } : { content: ' tick' }, finish_reason: null }]));
       s.first = false;
@@ -159,9 +177,10 @@ function tickSlow(): void {
     s.res.write(chunk([{ index: 0, delta: {}, finish_reason: 'stop' }]));
     s.res.write(chunk([], USAGE));
     s.res.end('data: [DONE]\n\n');
-    slowStreams.delete(s);
+    slot.delete(s);
+    slowCount--;
   }
-  if (slowStreams.size === 0 && slowTimer) {
+  if (slowCount === 0 && slowTimer) {
     clearInterval(slowTimer);
     slowTimer = undefined;
   }
@@ -170,10 +189,14 @@ function tickSlow(): void {
 function startSlow(res: ServerResponse, chunks: number): void {
   res.writeHead(200, SSE_HEADERS);
   res.flushHeaders();
-  const s = { res, left: chunks, first: true };
-  slowStreams.add(s);
-  res.once('close', () => slowStreams.delete(s));
-  slowTimer ??= setInterval(tickSlow, SLOW_CHUNK_MS);
+  const s: SlowStream = { res, left: chunks, first: true };
+  const slot = slowSlots[slowOpened++ % SLOW_SLOTS]!;
+  slot.add(s);
+  slowCount++;
+  res.once('close', () => {
+    if (slot.delete(s)) slowCount--;
+  });
+  slowTimer ??= setInterval(tickSlow, SLOW_CHUNK_MS / SLOW_SLOTS);
 }
 
 interface Body {
