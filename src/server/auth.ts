@@ -30,7 +30,7 @@ const LOOKUP_RETRY_MS = 1_000;
 
 const ADMIN: ApiKey = {
   id: 'admin', name: 'admin', prefix: 'admin', disabled: false, createdAt: 0, expiresAt: null, isAdmin: true,
-  settings: { limit: null, limit_reset: 'never', rate_limit: { requests_per_minute: null, tokens_per_minute: null }, allowed_models: [], retention: null, cache: null },
+  settings: { limit: null, limit_reset: 'never', rate_limit: { requests_per_minute: null, tokens_per_minute: null }, allowed_models: [], allowed_tools: [], max_tools: null, retention: null, cache: null },
 };
 
 /**

@@ -1,0 +1,37 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { GatewayError } from '../../errors/gateway-error.js';
+import type { McpKeyView } from '../../mcp/mcp-gateway.js';
+import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
+import type { ApiKey } from '../../store/keys.js';
+
+/** The MCP gateway's view of a key (its `allowed_tools` and `max_tools`; the admin key sees every tool). */
+function keyView(key: ApiKey): McpKeyView {
+  return { id: key.id, allowedTools: key.isAdmin ? [] : key.settings.allowed_tools, maxTools: key.isAdmin ? null : key.settings.max_tools };
+}
+
+/**
+ * `POST`/`GET`/`DELETE /mcp` (every configured MCP server, names `server__tool`) and
+ * `/mcp/{server}` (one server, its own names): the Streamable HTTP transport of the MCP
+ * gateway (mcp/mcp-gateway.ts), authenticated with gateway keys like every route (route-auth.ts;
+ * a missing or invalid key is a 401 with a JSON-RPC error body and `WWW-Authenticate: Bearer`,
+ * send-error.ts). The reply is handed to the SDK's transport (`reply.hijack()`): it writes JSON
+ * or an event stream itself.
+ * @see https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#streamable-http
+ */
+export function registerMcpRoutes(app: FastifyInstance, rt: () => GatewayRuntime): void {
+  const serve = async (req: FastifyRequest, reply: FastifyReply, only: string | undefined) => {
+    const mcp = rt().mcp;
+    if (only !== undefined && !mcp.hasServer(only)) throw new GatewayError('mcp_unknown_tool', `no MCP server "${only}" is configured (servers: ${mcp.serverIds().join(', ') || 'none'})`, { param: 'server' });
+    reply.hijack();
+    try {
+      await mcp.handle(req.raw, reply.raw, req.body, { key: keyView(req.apiKey), ...(only === undefined ? {} : { only }) });
+    } catch (err) {
+      req.log.error({ err }, 'MCP request failed');
+      if (!reply.raw.headersSent) reply.raw.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'internal error in the MCP gateway', data: { code: 'internal_error', request_id: req.id } }, id: null }));
+      else reply.raw.end();
+    }
+  };
+  const methods = ['GET', 'POST', 'DELETE'] as const;
+  app.route({ method: [...methods], url: '/mcp', config: { ownsPath: true }, handler: (req, reply) => serve(req, reply, undefined) });
+  app.route<{ Params: { server: string } }>({ method: [...methods], url: '/mcp/:server', handler: (req, reply) => serve(req, reply, req.params.server) });
+}
