@@ -120,6 +120,23 @@ describe('MCP gateway over Streamable HTTP (SDK client)', () => {
     assert.equal((unknown.data as { code: string }).code, 'mcp_unknown_tool');
   });
 
+  test('allowed_tools and max_tools are set through the key API; a PATCH changes the view of an open session', async () => {
+    const admin = (method: string, path: string, body?: unknown) =>
+      fetch(`${gw.origin}/v1${path}`, { method, headers: { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    const created = await admin('POST', '/keys', { name: 'tools-key', allowed_tools: ['files__echo'], max_tools: 5 });
+    assert.equal(created.status, 201);
+    const body = (await created.json()) as { key: string; data: { id: string; allowed_tools: string[]; max_tools: number | null } };
+    assert.deepEqual([body.data.allowed_tools, body.data.max_tools], [['files__echo'], 5]);
+    const client = await connect(body.key);
+    assert.deepEqual((await client.listTools()).tools.map((t) => t.name), ['files__echo']);
+    const patched = await admin('PATCH', `/keys/${body.data.id}`, { allowed_tools: ['weather__add', 'files__add'] });
+    assert.equal(patched.status, 200);
+    assert.deepEqual((await client.listTools()).tools.map((t) => t.name), ['weather__add', 'files__add']);
+    const bad = await admin('PATCH', `/keys/${body.data.id}`, { allowed_tools: ['bad pattern!'] });
+    assert.equal(bad.status, 400);
+    assert.equal(((await bad.json()) as { error: { param: string } }).error.param, 'allowed_tools[0]');
+  });
+
   test('max_tools caps the list with search_tools, which finds the rest', async () => {
     const client = await connect(await keyWith({ allowed_tools: ['weather', 'files'], max_tools: 3 }));
     const tools = (await client.listTools()).tools;
