@@ -9,6 +9,9 @@ import { z } from 'zod';
  * @see https://modelcontextprotocol.io/specification/2025-11-25/basic/transports
  */
 
+/** Ids a server may not take: the paths of the legacy transport under `/mcp/`. */
+export const RESERVED_MCP_IDS: readonly string[] = ['sse', 'messages'];
+
 /**
  * A server id: the namespace of its tools (`<id>__<tool>`), so letters, digits, `_` and `-`
  * only (the tool-name rules of OpenAI and Anthropic refuse dots), and never `__` (the separator).
@@ -18,7 +21,8 @@ export const mcpServerId = z
   .min(1)
   .max(48, 'must be at most 48 characters (the namespaced tool names must stay within 64)')
   .regex(/^[A-Za-z0-9][A-Za-z0-9_-]*$/, 'must be letters, digits, "_" or "-" (starting with a letter or digit)')
-  .refine((id) => !id.includes('__'), 'must not contain "__": it separates the server id from the tool name');
+  .refine((id) => !id.includes('__'), 'must not contain "__": it separates the server id from the tool name')
+  .refine((id) => !RESERVED_MCP_IDS.includes(id), `must not be ${'"sse" or "messages"'}: /mcp/sse and /mcp/messages are the gateway's legacy HTTP+SSE endpoints`);
 
 /**
  * A tool pattern: a name with `*` matching any run of characters (`get_*`, `*`). Per server the

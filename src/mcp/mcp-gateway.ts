@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import {
   CallToolRequestSchema,
@@ -104,7 +105,8 @@ interface GatewaySession {
   key: McpKeyView;
   only: string | undefined;
   server: Server;
-  transport: StreamableHTTPServerTransport;
+  /** Streamable HTTP, or the legacy HTTP+SSE transport (`GET …/sse` + `POST …/messages`). */
+  transport: StreamableHTTPServerTransport | SSEServerTransport;
   /** Connections to remote (HTTP, SSE) upstreams, opened for this session on first use. */
   connections: Map<string, UpstreamConnection>;
   /** Resource URIs seen in this session's `resources/list`, by the server that listed them. */
@@ -142,7 +144,8 @@ export class McpGateway {
     const idle = options.sessionIdleMs ?? 30 * 60_000;
     this.sweep = setInterval(() => {
       const now = Date.now();
-      for (const s of [...this.sessions.values()]) if (now - s.lastSeen > idle) void this.endSession(s);
+      // A legacy session lives as long as its event stream (closing it ends the session).
+      for (const s of [...this.sessions.values()]) if (!(s.transport instanceof SSEServerTransport) && now - s.lastSeen > idle) void this.endSession(s);
     }, Math.min(idle, 60_000));
     this.sweep.unref();
   }
@@ -201,6 +204,9 @@ export class McpGateway {
       if (!session || session.key.id !== ctx.key.id || session.only !== ctx.only) {
         return sendJson(res, 404, jsonRpcErrorBody(new GatewayError('mcp_session_not_found', 'Session not found: no MCP session with this Mcp-Session-Id on this gateway for this key and endpoint; send initialize again')));
       }
+      if (!(session.transport instanceof StreamableHTTPServerTransport)) {
+        return sendJson(res, 400, jsonRpcErrorBody(new GatewayError('invalid_request', 'Bad Request: this session uses the legacy HTTP+SSE transport; POST its messages to the endpoint its event stream named', { param: 'mcp-session-id' })));
+      }
       session.key = ctx.key;
       session.lastSeen = Date.now();
       await session.transport.handleRequest(req, res, body);
@@ -210,11 +216,53 @@ export class McpGateway {
       return sendJson(res, 400, jsonRpcErrorBody(new GatewayError('invalid_request', 'Bad Request: no Mcp-Session-Id; the first request of a session is initialize (POST)', { param: 'mcp-session-id' })));
     }
     const session = this.openSession(ctx);
-    await session.server.connect(session.transport);
-    await session.transport.handleRequest(req, res, body);
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        session.id = id;
+        this.sessions.set(id, session);
+      },
+      onsessionclosed: () => void this.endSession(session),
+    });
+    session.transport = transport;
+    transport.onclose = () => void this.endSession(session);
+    await session.server.connect(transport);
+    await transport.handleRequest(req, res, body);
   }
 
-  /** A new session (registered once the transport assigned its id in the initialize answer). */
+  /**
+   * `GET …/sse` of the legacy HTTP+SSE transport (revision 2024-11-05, for clients that still
+   * use it): opens a session whose event stream first names its message endpoint
+   * (`messagesPath?sessionId=…`); the stream stays open until the client leaves.
+   * @see https://modelcontextprotocol.io/specification/2024-11-05/basic/transports#http-with-sse
+   */
+  async handleLegacyStream(res: ServerResponse, messagesPath: string, ctx: McpRequestContext): Promise<void> {
+    if (this.closed) return sendJson(res, 503, jsonRpcErrorBody(new GatewayError('gateway_shutting_down', 'the gateway is shutting down')));
+    const session = this.openSession(ctx);
+    const transport = new SSEServerTransport(messagesPath, res);
+    session.transport = transport;
+    session.id = transport.sessionId;
+    this.sessions.set(transport.sessionId, session);
+    transport.onclose = () => void this.endSession(session);
+    await session.server.connect(transport);
+  }
+
+  /**
+   * `POST …/messages?sessionId=…` of the legacy HTTP+SSE transport: one JSON-RPC message of a
+   * session opened by {@link handleLegacyStream} with the same key on the same endpoint, else
+   * 404; the answer goes out on the session's event stream (this request gets 202).
+   */
+  async handleLegacyMessage(req: IncomingMessage, res: ServerResponse, body: unknown, sessionId: string | undefined, ctx: McpRequestContext): Promise<void> {
+    const session = sessionId === undefined ? undefined : this.sessions.get(sessionId);
+    if (!session || !(session.transport instanceof SSEServerTransport) || session.key.id !== ctx.key.id || session.only !== ctx.only) {
+      return sendJson(res, 404, jsonRpcErrorBody(new GatewayError('mcp_session_not_found', 'Session not found: no legacy MCP session with this sessionId on this gateway for this key and endpoint; open GET …/sse again')));
+    }
+    session.key = ctx.key;
+    session.lastSeen = Date.now();
+    await session.transport.handlePostMessage(req, res, body);
+  }
+
+  /** A new session with its server and handlers; the caller attaches the transport. */
   private openSession(ctx: McpRequestContext): GatewaySession {
     const server = new Server(
       { name: 'opinference', version: '1.0.0' },
@@ -233,15 +281,6 @@ export class McpGateway {
       resourceOwners: new Map(),
       lastSeen: Date.now(),
     };
-    session.transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => {
-        session.id = id;
-        this.sessions.set(id, session);
-      },
-      onsessionclosed: () => void this.endSession(session),
-    });
-    session.transport.onclose = () => void this.endSession(session);
     this.installHandlers(session);
     return session;
   }

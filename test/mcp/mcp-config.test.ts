@@ -24,6 +24,7 @@ test('mcp_servers: every problem in one report, with its path', () => {
           { id: 'ok', transport: 'stdio', command: 'node', shell: true },
           { id: 'web', transport: 'websocket', url: 'ws://x' },
           { id: 'h', transport: 'streamable_http', url: 'http://x/mcp', headers: { Authorization: '${MCP_UNSET_TOKEN}' }, timeout_ms: 0 },
+          { id: 'sse', transport: 'sse', url: 'http://x/sse' },
         ],
       },
       'x.yaml',
@@ -40,6 +41,7 @@ test('mcp_servers: every problem in one report, with its path', () => {
     "mcp_servers[4].transport: Invalid discriminator value. Expected 'streamable_http' | 'sse' | 'stdio'",
     'mcp_servers[5].headers.Authorization: environment variable MCP_UNSET_TOKEN is not set',
     'mcp_servers[5].timeout_ms: Number must be greater than or equal to 1',
+    'mcp_servers[6].id: must not be "sse" or "messages": /mcp/sse and /mcp/messages are the gateway\'s legacy HTTP+SSE endpoints',
   ].sort());
 });
 

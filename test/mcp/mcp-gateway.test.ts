@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError, ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
@@ -243,6 +244,31 @@ describe('MCP gateway over Streamable HTTP (SDK client)', () => {
     await (client.transport as StreamableHTTPClientTransport).terminateSession();
     assert.equal(gw.gateway.runtime().mcp.sessionCount, sessions - 1);
     assert.equal(weather.sessionCount(), upstream - 1);
+  });
+});
+
+describe('MCP gateway over the legacy HTTP+SSE transport (SDK SSEClientTransport)', () => {
+  test('GET /mcp/sse + POST /mcp/messages: the same aggregated view, key views and errors', async () => {
+    const client = new Client({ name: 'legacy-client', version: '1.0.0' });
+    await client.connect(new SSEClientTransport(new URL(`${gw.origin}/mcp/sse`), { requestInit: { headers: { authorization: `Bearer ${await keyWith({ allowed_tools: ['files', 'local__echo'] })}` } } }));
+    clients.push(client);
+    assert.deepEqual((await client.listTools()).tools.map((t) => t.name).sort(), ['files__add', 'files__echo', 'files__fail', 'local__echo']);
+    assert.equal(textOf(await client.callTool({ name: 'local__echo', arguments: { text: 'sse' } })), 'stdio:sse');
+    const err = await mcpError(client.callTool({ name: 'weather__echo', arguments: { text: 'no' } }));
+    assert.deepEqual(err.data, { code: 'mcp_tool_not_allowed', param: 'name' });
+  });
+
+  test('/mcp/{server}/sse serves one server; a message for another key\'s session is a 404', async () => {
+    const client = new Client({ name: 'legacy-client', version: '1.0.0' });
+    const transport = new SSEClientTransport(new URL(`${gw.origin}/mcp/weather/sse`), { requestInit: { headers: { authorization: `Bearer ${(await gw.createKey()).secret}` } } });
+    await client.connect(transport);
+    clients.push(client);
+    assert.equal(textOf(await client.callTool({ name: 'echo', arguments: { text: 'one' } })), 'weather:one');
+    const sessionId = (transport as unknown as { _endpoint?: URL })._endpoint?.searchParams.get('sessionId');
+    assert.ok(sessionId);
+    const res = await fetch(`${gw.origin}/mcp/weather/messages?sessionId=${sessionId}`, { method: 'POST', headers: { authorization: `Bearer ${(await gw.createKey()).secret}`, 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list', params: {} }) });
+    assert.equal(res.status, 404);
+    assert.equal(((await res.json()) as { error: { data: { code: string } } }).error.data.code, 'mcp_session_not_found');
   });
 });
 

@@ -15,8 +15,10 @@ function keyView(key: ApiKey): McpKeyView {
  * gateway (mcp/mcp-gateway.ts), authenticated with gateway keys like every route (route-auth.ts;
  * a missing or invalid key is a 401 with a JSON-RPC error body and `WWW-Authenticate: Bearer`,
  * send-error.ts). The reply is handed to the SDK's transport (`reply.hijack()`): it writes JSON
- * or an event stream itself.
+ * or an event stream itself. The legacy HTTP+SSE transport (revision 2024-11-05) beside it:
+ * `GET /mcp/sse` + `POST /mcp/messages?sessionId=…`, and `/mcp/{server}/sse` + `…/messages`.
  * @see https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#streamable-http
+ * @see https://modelcontextprotocol.io/specification/2024-11-05/basic/transports#http-with-sse
  */
 export function registerMcpRoutes(app: FastifyInstance, rt: () => GatewayRuntime): void {
   const serve = async (req: FastifyRequest, reply: FastifyReply, only: string | undefined) => {
@@ -31,6 +33,26 @@ export function registerMcpRoutes(app: FastifyInstance, rt: () => GatewayRuntime
       else reply.raw.end();
     }
   };
+  /** The legacy HTTP+SSE transport: `GET …/sse` opens the stream, `POST …/messages?sessionId=` carries the client's messages. */
+  const legacy = async (req: FastifyRequest, reply: FastifyReply, only: string | undefined, kind: 'stream' | 'message') => {
+    const mcp = rt().mcp;
+    if (only !== undefined && !mcp.hasServer(only)) throw new GatewayError('mcp_unknown_tool', `no MCP server "${only}" is configured (servers: ${mcp.serverIds().join(', ') || 'none'})`, { param: 'server' });
+    const ctx = { key: keyView(req.apiKey), ...(only === undefined ? {} : { only }) };
+    reply.hijack();
+    try {
+      if (kind === 'stream') await mcp.handleLegacyStream(reply.raw, only === undefined ? '/mcp/messages' : `/mcp/${only}/messages`, ctx);
+      else await mcp.handleLegacyMessage(req.raw, reply.raw, req.body, (req.query as { sessionId?: string }).sessionId, ctx);
+    } catch (err) {
+      req.log.error({ err }, 'MCP request failed');
+      if (!reply.raw.headersSent) reply.raw.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'internal error in the MCP gateway', data: { code: 'internal_error', request_id: req.id } }, id: null }));
+      else reply.raw.end();
+    }
+  };
+  app.get('/mcp/sse', { config: { ownsPath: true } }, (req, reply) => legacy(req, reply, undefined, 'stream'));
+  app.post('/mcp/messages', { config: { ownsPath: true } }, (req, reply) => legacy(req, reply, undefined, 'message'));
+  app.get<{ Params: { server: string } }>('/mcp/:server/sse', (req, reply) => legacy(req, reply, req.params.server, 'stream'));
+  app.post<{ Params: { server: string } }>('/mcp/:server/messages', (req, reply) => legacy(req, reply, req.params.server, 'message'));
+
   const methods = ['GET', 'POST', 'DELETE'] as const;
   app.route({ method: [...methods], url: '/mcp', config: { ownsPath: true }, handler: (req, reply) => serve(req, reply, undefined) });
   app.route<{ Params: { server: string } }>({ method: [...methods], url: '/mcp/:server', handler: (req, reply) => serve(req, reply, req.params.server) });
