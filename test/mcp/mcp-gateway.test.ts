@@ -7,6 +7,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { McpError, ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { startMcpUpstream, type McpUpstream } from '../helpers/mcp-upstream.js';
+import { parseConfig } from '../../src/config/load.js';
 import { createKey } from '../../src/store/keys.js';
 import type { KeySettings } from '../../src/store/key-settings.js';
 
@@ -234,6 +235,26 @@ describe('MCP gateway over Streamable HTTP (SDK client)', () => {
     const res = await fetch(`${gw.origin}/mcp/nosuch`, { method: 'POST', headers: { authorization: `Bearer ${(await gw.createKey()).secret}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
     assert.equal(res.status, 404);
     assert.equal(((await res.json()) as { error: { data: { code: string } } }).error.data.code, 'mcp_unknown_tool');
+  });
+
+  test('a config reload that adds a server tells open sessions their tool list changed, and lists it', async () => {
+    const extra = await startMcpUpstream('extra');
+    try {
+      const client = await connect((await gw.createKey()).secret);
+      await client.listTools();
+      const changed = new Promise<void>((resolve) => client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
+      await new Promise((r) => setTimeout(r, 200));
+      const current = gw.gateway.runtime().config;
+      const next = parseConfig({ mcp_servers: [...current.mcp_servers, { id: 'extra', transport: 'streamable_http', url: extra.url, allowed_tools: ['echo'] }] }, 'reload');
+      gw.gateway.reload({ config: { ...current, mcp_servers: next.mcp_servers }, source: 'reload' });
+      await Promise.race([changed, new Promise((_, reject) => setTimeout(() => reject(new Error('no list_changed within 5 s')), 5000))]);
+      assert.ok((await client.listTools()).tools.some((t) => t.name === 'extra__echo'));
+      assert.equal(textOf(await client.callTool({ name: 'extra__echo', arguments: { text: 'new' } })), 'extra:new');
+    } finally {
+      const current = gw.gateway.runtime().config;
+      gw.gateway.reload({ config: { ...current, mcp_servers: current.mcp_servers.filter((s) => s.id !== 'extra') }, source: 'reload' });
+      await extra.close();
+    }
   });
 
   test('DELETE ends the gateway session and its upstream sessions', async () => {
