@@ -14,6 +14,7 @@ import {
   McpError,
   ReadResourceRequestSchema,
   type CallToolResult,
+  type Progress,
   type Prompt,
   type Resource,
   type ResourceTemplate,
@@ -23,7 +24,7 @@ import type { McpServerConfig } from '../config/schema.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { jsonRpcErrorBody, McpWireError, toMcpError } from './mcp-errors.js';
 import { keyAllowsTool, keySeesServer, namespaced, serverHides, splitNamespaced } from './tool-patterns.js';
-import { UpstreamConnection, type ListKind } from './upstream-connection.js';
+import { UpstreamConnection, type ListKind, type UpstreamRequestExtra } from './upstream-connection.js';
 
 /** The part of a gateway key the MCP gateway reads (store/keys.ts `ApiKey`, settings of issue 22). */
 export interface McpKeyView {
@@ -385,7 +386,7 @@ export class McpGateway {
       return { tools: [...tools.slice(0, Math.max(0, max - 1)), SEARCH_TOOL] };
     }));
 
-    server.setRequestHandler(CallToolRequestSchema, guarded(async (request) => {
+    server.setRequestHandler(CallToolRequestSchema, guarded(async (request, extra) => {
       const { name } = request.params;
       if (name === SEARCH_TOOL_NAME && session.key.maxTools !== null) return this.searchTools(session, request.params.arguments);
       const target = this.resolveName(session, name, 'tool');
@@ -394,7 +395,11 @@ export class McpGateway {
       if (!keyAllowsTool(session.key.allowedTools, target.server.id, target.name)) {
         throw new GatewayError('mcp_tool_not_allowed', `tool "${name}" may not be called with this key: it is not in the key's allowed_tools`, { param: 'name' });
       }
-      return this.callTool(session, target.server, target.name, request.params);
+      // The client's progress token stays here: the upstream gets the SDK's own, and its progress is relayed under the client's.
+      const { progressToken, ...meta } = request.params._meta ?? {};
+      const onprogress = progressToken === undefined ? undefined : (p: Progress) => void extra.sendNotification({ method: 'notifications/progress', params: { ...p, progressToken } }).catch(() => {});
+      const params = { ...request.params, ...(request.params._meta === undefined ? {} : { _meta: meta }) };
+      return this.callTool(session, target.server, target.name, params, { signal: extra.signal, ...(onprogress === undefined ? {} : { onprogress }) });
     }));
 
     server.setRequestHandler(ListPromptsRequestSchema, guarded(async () => {
@@ -469,13 +474,13 @@ export class McpGateway {
   }
 
   /** Call an allowed tool upstream, with the observer's admission and outcome around it. */
-  private async callTool(session: GatewaySession, server: McpServerConfig, tool: string, params: { name: string; arguments?: Record<string, unknown> | undefined; _meta?: Record<string, unknown> | undefined }): Promise<CallToolResult> {
+  private async callTool(session: GatewaySession, server: McpServerConfig, tool: string, params: { name: string; arguments?: Record<string, unknown> | undefined; _meta?: Record<string, unknown> | undefined }, extra: UpstreamRequestExtra): Promise<CallToolResult> {
     const started = performance.now();
     const event: McpToolCallEvent = { keyId: session.key.id, sessionId: session.id ?? '', server: server.id, tool, argumentBytes: bytesOf(params.arguments) };
     const observer = this.options.observer;
     await observer?.admit?.(event);
     try {
-      const result = await this.connection(session, server).callTool({ ...params, name: tool });
+      const result = await this.connection(session, server).callTool({ ...params, name: tool }, extra);
       observer?.ended?.({ ...event, status: result.isError === true ? 'tool_error' : 'ok', latencyMs: performance.now() - started, resultBytes: bytesOf(result) });
       return result;
     } catch (err) {
@@ -502,6 +507,14 @@ export class McpGateway {
       .slice(0, limit)
       .map(({ t }) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }));
     return { content: [{ type: 'text', text: JSON.stringify({ tools: scored }) }], structuredContent: { tools: scored } };
+  }
+
+  /**
+   * Keys changed (the key API, here or on another replica): every session is told its tool list
+   * may have changed, and its next request reads the key's current `allowed_tools`.
+   */
+  keysChanged(): void {
+    for (const s of this.sessions.values()) this.notify(s, 'tools');
   }
 
   /** Close every session and upstream connection (stdio children end); later requests get 503. */

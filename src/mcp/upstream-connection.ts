@@ -15,6 +15,7 @@ import {
   ListToolsResultSchema,
   McpError,
   PromptListChangedNotificationSchema,
+  type Progress,
   ReadResourceResultSchema,
   ResourceListChangedNotificationSchema,
   ToolListChangedNotificationSchema,
@@ -41,6 +42,14 @@ export interface UpstreamConnectionHooks {
   onListChanged(kind: ListKind): void;
   /** Warnings (a failed close, a stdio child's stderr line); never carries a secret. */
   warn(message: string): void;
+}
+
+/** What a client's request passes on to the upstream request it causes. */
+export interface UpstreamRequestExtra {
+  /** The client's request was cancelled: cancel the upstream one (`notifications/cancelled`). */
+  signal?: AbortSignal;
+  /** Relay the upstream's `notifications/progress` (the SDK gives the upstream its own token). */
+  onprogress?: (progress: Progress) => void;
 }
 
 /** The gateway's name and version as upstream servers see it in `initialize`. */
@@ -195,15 +204,20 @@ export class UpstreamConnection {
    * @throws GatewayError `mcp_upstream_timeout`, `mcp_result_too_large`, `mcp_upstream_unavailable`;
    * McpWireError for a JSON-RPC error the upstream answered (its code, message scrubbed).
    */
-  async run<T>(what: string, send: (client: Client, options: RequestOptions) => Promise<T>): Promise<T> {
+  async run<T>(what: string, send: (client: Client, options: RequestOptions) => Promise<T>, extra: UpstreamRequestExtra = {}): Promise<T> {
     if (this.closed) throw new GatewayError('mcp_upstream_unavailable', `MCP server "${this.server.id}": the gateway is closing`);
     for (let attempt = 0; ; attempt++) {
       const scope: CallScope = { abort: new AbortController(), oversized: false };
+      // The client cancelled (notifications/cancelled): the upstream request is cancelled too.
+      const cancelled = () => scope.abort.abort(new McpError(ErrorCode.RequestTimeout, 'cancelled by the client'));
+      if (extra.signal?.aborted) cancelled();
+      extra.signal?.addEventListener('abort', cancelled, { once: true });
       let client: Client | undefined;
       try {
         return await callScope.run(scope, async () => {
           client = await this.connect();
-          const result = await send(client, { timeout: this.server.timeout_ms, signal: scope.abort.signal });
+          const options: RequestOptions = { timeout: this.server.timeout_ms, signal: scope.abort.signal, ...(extra.onprogress === undefined ? {} : { onprogress: extra.onprogress, resetTimeoutOnProgress: false }) };
+          const result = await send(client, options);
           // Transports not counted while reading (stdio, the legacy SSE stream): checked once whole, never relayed when over.
           if (this.server.transport !== 'streamable_http' && Buffer.byteLength(JSON.stringify(result)) > this.server.max_result_bytes) {
             scope.oversized = true;
@@ -218,7 +232,10 @@ export class UpstreamConnection {
           void client?.close().catch(() => {});
           continue;
         }
+        if (extra.signal?.aborted) throw new GatewayError('client_closed_request', `the client cancelled ${what} (the upstream request was cancelled too)`);
         throw this.failure(what, err, scope);
+      } finally {
+        extra.signal?.removeEventListener('abort', cancelled);
       }
     }
   }
@@ -265,8 +282,8 @@ export class UpstreamConnection {
    * `tools/call` with the upstream's own tool name; the result is relayed as the upstream gave it
    * (no output-schema check), except that an `isError` result's text has the server's secrets removed.
    */
-  async callTool(params: CallToolRequest['params']): Promise<CallToolResult> {
-    const result = (await this.run(`tools/call "${params.name}"`, (c, o) => c.request({ method: 'tools/call', params }, CallToolResultSchema, o))) as CallToolResult;
+  async callTool(params: CallToolRequest['params'], extra: UpstreamRequestExtra = {}): Promise<CallToolResult> {
+    const result = (await this.run(`tools/call "${params.name}"`, (c, o) => c.request({ method: 'tools/call', params }, CallToolResultSchema, o), extra)) as CallToolResult;
     if (result.isError !== true || this.secrets.length === 0) return result;
     // A tool's error text is the upstream's error text too: the server's secrets are removed.
     return { ...result, content: result.content.map((b) => (b.type === 'text' ? { ...b, text: scrub(b.text, this.secrets) } : b)) };

@@ -107,6 +107,8 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
   runtime.metrics.observeWriter(runtime.writer);
   const stopGenAiMetrics = subscribeGenAiPrometheus(runtime.metrics);
   const keys = new KeyResolver(db, options.adminKey, redis ? new RedisKeyChangeNotifier(redis) : localKeyChanges);
+  // A key's allowed_tools may have changed: MCP sessions are told to list their tools again.
+  keys.onKeysChanged(() => runtime.mcp.keysChanged());
   const healthSharing = redis ? new RedisHealthSharing(redis, runtime.health, log) : localHealth;
   const stopPurge = options.purgeIntervalMs === 0 ? async () => {} : startRetentionPurge(db, log, options.purgeIntervalMs ?? 3_600_000, fleetLease(db, 'retention-purge'));
 

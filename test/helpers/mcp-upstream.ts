@@ -16,7 +16,9 @@ import { z } from 'zod';
  *
  * Tools: `echo {text}` → text; `add {a,b}` → the sum as text; `hang` never answers;
  * `big {bytes}` → a text of that many bytes; `fail` → an `isError` result;
- * `secret_error` → a JSON-RPC error whose message quotes the `authorization` header it got.
+ * `secret_error` → a JSON-RPC error whose message quotes the `authorization` header it got;
+ * `progress {steps}` → progress notifications, then `done <steps>`; `wait {ms}` → answers after
+ * ms unless cancelled (counted in `cancelled`).
  * Resources: `memo://<label>/readme` (text); prompt `greet {name}`.
  */
 export interface McpUpstream {
@@ -26,6 +28,8 @@ export interface McpUpstream {
   /** Headers of every HTTP request received, in order. */
   headers: IncomingHttpHeaders[];
   initializes: number;
+  /** Tool calls that saw their request cancelled (`notifications/cancelled`). */
+  cancelled: number;
   /** `tools/call` counts by tool name. */
   calls: Map<string, number>;
   /** Sessions open now. */
@@ -45,7 +49,7 @@ export async function startMcpUpstream(label: string, options: { jsonResponse?: 
   const servers = new Set<McpServer>();
   let extra = 0;
   const count = (name: string) => calls.set(name, (calls.get(name) ?? 0) + 1);
-  const state = { initializes: 0 };
+  const state = { initializes: 0, cancelled: 0 };
 
   const build = (authorization: string | undefined): McpServer => {
     const server = new McpServer({ name: `upstream-${label}`, version: '1.0.0' }, { capabilities: { tools: { listChanged: true }, resources: {}, prompts: {} } });
@@ -64,6 +68,26 @@ export async function startMcpUpstream(label: string, options: { jsonResponse?: 
     server.registerTool('big', { description: 'A large text result', inputSchema: { bytes: z.number().int() } }, async ({ bytes }) => {
       count('big');
       return { content: [{ type: 'text', text: 'x'.repeat(bytes) }] };
+    });
+    server.registerTool('progress', { description: 'Reports progress, then answers', inputSchema: { steps: z.number().int() } }, async ({ steps }, extra) => {
+      count('progress');
+      const token = extra._meta?.progressToken;
+      for (let i = 1; i <= steps; i++) {
+        if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: i, total: steps, message: `step ${i}` } });
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      return { content: [{ type: 'text', text: `done ${steps}` }] };
+    });
+    server.registerTool('wait', { description: 'Answers after ms, unless cancelled', inputSchema: { ms: z.number().int() } }, async ({ ms }, extra) => {
+      count('wait');
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => resolve({ content: [{ type: 'text', text: 'waited' }] }), ms);
+        extra.signal.addEventListener('abort', () => {
+          clearTimeout(timer);
+          state.cancelled++;
+          resolve({ content: [{ type: 'text', text: 'cancelled' }] });
+        });
+      });
     });
     server.registerTool('fail', { description: 'A tool error' }, async () => {
       count('fail');
@@ -148,6 +172,9 @@ export async function startMcpUpstream(label: string, options: { jsonResponse?: 
     headers,
     get initializes() {
       return state.initializes;
+    },
+    get cancelled() {
+      return state.cancelled;
     },
     calls,
     sessionCount: () => sessions.size,

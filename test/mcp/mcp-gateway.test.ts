@@ -73,7 +73,7 @@ describe('MCP gateway over Streamable HTTP (SDK client)', () => {
   test('tools/list aggregates every server, namespaced server__tool, with the servers\' allow and deny lists applied', async () => {
     const client = await connect(await gw.createKey().then((k) => k.secret));
     const names = (await client.listTools()).tools.map((t) => t.name).sort();
-    assert.deepEqual(names.filter((n) => n.startsWith('weather__')), ['weather__add', 'weather__big', 'weather__echo', 'weather__hang', 'weather__secret_error']);
+    assert.deepEqual(names.filter((n) => n.startsWith('weather__')), ['weather__add', 'weather__big', 'weather__echo', 'weather__hang', 'weather__progress', 'weather__secret_error', 'weather__wait']);
     assert.deepEqual(names.filter((n) => n.startsWith('files__')), ['files__add', 'files__echo', 'files__fail']);
     assert.deepEqual(names.filter((n) => n.startsWith('local__')), ['local__big', 'local__crash', 'local__echo', 'local__env', 'local__pid']);
     assert.ok(names.includes('legacy__echo'), 'the SSE upstream is listed');
@@ -101,7 +101,7 @@ describe('MCP gateway over Streamable HTTP (SDK client)', () => {
     const b = await connect(await keyWith({ allowed_tools: ['files__echo', 'local__e*'] }));
     const namesA = (await a.listTools()).tools.map((t) => t.name).sort();
     const namesB = (await b.listTools()).tools.map((t) => t.name).sort();
-    assert.deepEqual(namesA, ['weather__add', 'weather__big', 'weather__echo', 'weather__hang', 'weather__secret_error']);
+    assert.deepEqual(namesA, ['weather__add', 'weather__big', 'weather__echo', 'weather__hang', 'weather__progress', 'weather__secret_error', 'weather__wait']);
     assert.deepEqual(namesB, ['files__echo', 'local__echo', 'local__env']);
     const before = weather.calls.get('add') ?? 0;
     const err = await mcpError(b.callTool({ name: 'weather__add', arguments: { a: 1, b: 1 } }));
@@ -122,7 +122,7 @@ describe('MCP gateway over Streamable HTTP (SDK client)', () => {
     assert.equal((unknown.data as { code: string }).code, 'mcp_unknown_tool');
   });
 
-  test('allowed_tools and max_tools are set through the key API; a PATCH changes the view of an open session', async () => {
+  test('allowed_tools and max_tools are set through the key API; a PATCH sends list_changed and changes the view of an open session', async () => {
     const admin = (method: string, path: string, body?: unknown) =>
       fetch(`${gw.origin}/v1${path}`, { method, headers: { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
     const created = await admin('POST', '/keys', { name: 'tools-key', allowed_tools: ['files__echo'], max_tools: 5 });
@@ -131,8 +131,11 @@ describe('MCP gateway over Streamable HTTP (SDK client)', () => {
     assert.deepEqual([body.data.allowed_tools, body.data.max_tools], [['files__echo'], 5]);
     const client = await connect(body.key);
     assert.deepEqual((await client.listTools()).tools.map((t) => t.name), ['files__echo']);
+    const changed = new Promise<void>((resolve) => client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
+    await new Promise((r) => setTimeout(r, 200));
     const patched = await admin('PATCH', `/keys/${body.data.id}`, { allowed_tools: ['weather__add', 'files__add'] });
     assert.equal(patched.status, 200);
+    await Promise.race([changed, new Promise((_, reject) => setTimeout(() => reject(new Error('no list_changed within 5 s')), 5000))]);
     assert.deepEqual((await client.listTools()).tools.map((t) => t.name), ['weather__add', 'files__add']);
     const bad = await admin('PATCH', `/keys/${body.data.id}`, { allowed_tools: ['bad pattern!'] });
     assert.equal(bad.status, 400);
@@ -149,6 +152,23 @@ describe('MCP gateway over Streamable HTTP (SDK client)', () => {
     assert.deepEqual(names, ['files__add', 'weather__add']);
     // A tool found that way is called like any other.
     assert.equal(textOf(await client.callTool({ name: 'files__add', arguments: { a: 40, b: 2 } })), '42');
+  });
+
+  test('upstream progress reaches the client under its own token; a client cancel cancels the upstream call', async () => {
+    const client = await connect((await gw.createKey()).secret);
+    const seen: { progress: number; total?: number; message?: string }[] = [];
+    const result = await client.callTool({ name: 'weather__progress', arguments: { steps: 3 } }, undefined, { onprogress: (p) => seen.push(p) });
+    assert.equal(textOf(result), 'done 3');
+    assert.deepEqual(seen.map((p) => [p.progress, p.total, p.message]), [[1, 3, 'step 1'], [2, 3, 'step 2'], [3, 3, 'step 3']]);
+    const before = weather.cancelled;
+    const controller = new AbortController();
+    const call = client.callTool({ name: 'weather__wait', arguments: { ms: 10_000 } }, undefined, { signal: controller.signal });
+    await new Promise((r) => setTimeout(r, 200));
+    controller.abort();
+    await assert.rejects(call);
+    const deadline = Date.now() + 3000;
+    while (weather.cancelled === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(weather.cancelled, before + 1, 'the upstream saw notifications/cancelled');
   });
 
   test('a hanging tool is an MCP timeout error within the server\'s timeout_ms, and the session keeps working', async () => {
