@@ -218,6 +218,10 @@ export const ERROR_CATALOG = define({
     status: 502, kind: 'retryable', scope: 'provider', type: 'server_error',
     description: 'An upstream MCP server could not be reached, refused the gateway (its credentials in `mcp_servers[].headers`), or its stdio process exited; the gateway reconnects (a new session, a new process) on the next request. The message is the upstream\'s, with the server\'s configured header and environment values removed.',
   },
+  mcp_origin_not_allowed: {
+    status: 403, kind: 'terminal', scope: 'request', type: 'permission_error',
+    description: 'A request to `/mcp` carried an `Origin` (a browser page) that is neither the gateway\'s own nor listed in `server.cors.allowed_origins`: refused as the MCP transport requires, against DNS-rebinding pages; clients that are not browsers send no `Origin`.',
+  },
   mcp_session_not_found: {
     status: 404, kind: 'terminal', scope: 'request', type: 'not_found_error',
     description: 'The `Mcp-Session-Id` names no MCP session of this gateway process (ended, expired, opened with another key, or opened on another replica: see docs/mcp.md on sticky sessions); the client starts a new one with `initialize`.',

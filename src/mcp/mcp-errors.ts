@@ -17,6 +17,7 @@ const JSON_RPC_CODES: Partial<Record<CatalogCode, number>> = {
   mcp_result_too_large: ErrorCode.InternalError,
   mcp_upstream_unavailable: ErrorCode.InternalError,
   mcp_session_not_found: -32001,
+  mcp_origin_not_allowed: ErrorCode.ConnectionClosed,
   invalid_json: ErrorCode.ParseError,
   invalid_request: ErrorCode.InvalidRequest,
   unsupported_media_type: ErrorCode.InvalidRequest,

@@ -332,6 +332,16 @@ describe('MCP gateway authentication and sessions', () => {
     await assert.rejects(new Client({ name: 'x', version: '1' }).connect(new StreamableHTTPClientTransport(new URL(`${gw.origin}/mcp`))), (err: { code?: number }) => err.code === 401);
   });
 
+  test('a browser Origin that is not the gateway\'s own nor in server.cors is refused with 403', async () => {
+    const secret = (await gw.createKey()).secret;
+    const foreign = await post({ authorization: `Bearer ${secret}`, origin: 'http://evil.example' });
+    assert.equal(foreign.status, 403);
+    assert.equal(((await foreign.json()) as { error: { data: { code: string } } }).error.data.code, 'mcp_origin_not_allowed');
+    const own = await post({ authorization: `Bearer ${secret}`, origin: gw.origin });
+    assert.equal(own.status, 200);
+    await own.text();
+  });
+
   test('the SDK negotiates 2025-06-18 and 2025-11-25; a session id is refused for another key (404)', async () => {
     const a = (await gw.createKey()).secret;
     for (const version of ['2025-06-18', '2025-11-25']) {

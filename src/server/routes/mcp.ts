@@ -10,6 +10,26 @@ function keyView(key: ApiKey): McpKeyView {
 }
 
 /**
+ * The `Origin` check the Streamable HTTP transport requires (DNS rebinding): a request with an
+ * `Origin` is served only when it is the gateway's own (same host as `Host`) or listed in
+ * `server.cors.allowed_origins` (`*` allows any). Requests without one (CLI agents, SDKs) pass.
+ * @throws GatewayError `mcp_origin_not_allowed` (403).
+ * @see https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#security-warning
+ */
+function checkOrigin(req: FastifyRequest, allowed: readonly string[]): void {
+  const origin = req.headers.origin;
+  if (origin === undefined || allowed.includes('*') || allowed.includes(origin)) return;
+  let host: string | undefined;
+  try {
+    host = new URL(origin).host;
+  } catch {
+    host = undefined;
+  }
+  if (host !== undefined && host === req.headers.host) return;
+  throw new GatewayError('mcp_origin_not_allowed', `Origin ${JSON.stringify(origin.slice(0, 200))} may not use the MCP endpoint: list it in server.cors.allowed_origins`, { param: 'origin' });
+}
+
+/**
  * `POST`/`GET`/`DELETE /mcp` (every configured MCP server, names `server__tool`) and
  * `/mcp/{server}` (one server, its own names): the Streamable HTTP transport of the MCP
  * gateway (mcp/mcp-gateway.ts), authenticated with gateway keys like every route (route-auth.ts;
@@ -22,6 +42,7 @@ function keyView(key: ApiKey): McpKeyView {
  */
 export function registerMcpRoutes(app: FastifyInstance, rt: () => GatewayRuntime): void {
   const serve = async (req: FastifyRequest, reply: FastifyReply, only: string | undefined) => {
+    checkOrigin(req, rt().config.server.cors?.allowed_origins ?? []);
     const mcp = rt().mcp;
     if (only !== undefined && !mcp.hasServer(only)) throw new GatewayError('mcp_unknown_tool', `no MCP server "${only}" is configured (servers: ${mcp.serverIds().join(', ') || 'none'})`, { param: 'server' });
     reply.hijack();
@@ -35,6 +56,7 @@ export function registerMcpRoutes(app: FastifyInstance, rt: () => GatewayRuntime
   };
   /** The legacy HTTP+SSE transport: `GET …/sse` opens the stream, `POST …/messages?sessionId=` carries the client's messages. */
   const legacy = async (req: FastifyRequest, reply: FastifyReply, only: string | undefined, kind: 'stream' | 'message') => {
+    checkOrigin(req, rt().config.server.cors?.allowed_origins ?? []);
     const mcp = rt().mcp;
     if (only !== undefined && !mcp.hasServer(only)) throw new GatewayError('mcp_unknown_tool', `no MCP server "${only}" is configured (servers: ${mcp.serverIds().join(', ') || 'none'})`, { param: 'server' });
     const ctx = { key: keyView(req.apiKey), ...(only === undefined ? {} : { only }) };
