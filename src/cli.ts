@@ -301,7 +301,7 @@ async function main(argv: string[]): Promise<void> {
       const warnings = loaded.warnings ?? [];
       for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
       const warned = warnings.length ? ` (${warnings.length} warning${warnings.length === 1 ? '' : 's'} on stderr)` : '';
-      process.stdout.write(`${loaded.source ?? '(no file: empty catalog)'}: ok — ${loaded.config.providers.length} providers, ${loaded.config.models.length} models${warned}\n`);
+      process.stdout.write(`${loaded.source ?? '(no file: empty catalog)'}: ok — ${loaded.config.providers.length} providers, ${loaded.config.models.length} models${mcpCount(loaded.config.mcp_servers)}${warned}\n`);
       // What each provider preset expanded to (the key as set / not set, never its value).
       for (const line of describePresetExpansions(loaded.config)) process.stdout.write(`  ${line}\n`);
       // Providers with several keys: labels and weights, never the values.
@@ -367,6 +367,12 @@ function modelList(flag: string): string[] {
   const ids = flag.split(',').map((m) => m.trim()).filter(Boolean);
   if (ids.length === 0) fail(`--models ${JSON.stringify(flag)} names no model; give model ids (--models a/b,c/d), or leave --models out to allow every model`);
   return ids;
+}
+
+/** `, 2 MCP servers (weather: streamable_http, files: stdio)` for `config check`, or '' without any. */
+function mcpCount(servers: readonly { id: string; transport: string }[]): string {
+  if (servers.length === 0) return '';
+  return `, ${servers.length} MCP server${servers.length === 1 ? '' : 's'} (${servers.map((s) => `${s.id}: ${s.transport}`).join(', ')})`;
 }
 
 /**
