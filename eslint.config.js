@@ -16,7 +16,7 @@ const LAYERS = [
   ['telemetry'],
   ['pipeline'],
   ['ingress'],
-  ['routing', 'limits', 'store', 'upstream', 'cache'],
+  ['routing', 'limits', 'store', 'upstream', 'cache', 'mcp'],
   ['providers'],
   ['accounting'],
   ['core'],
@@ -39,6 +39,9 @@ const importsOf = (f) => (f.endsWith('.ts') ? [`**/${f.replace(/\.ts$/, '.js')}`
 const NO_FASTIFY = { group: ['fastify', '@fastify/*'], message: 'only src/server/ (and telemetry/, for its tracing channels) may import Fastify: lower layers see the request through ClientSink and their own types (docs/architecture.md)' };
 const FASTIFY_LAYERS = new Set(['cli.ts', 'serve-workers.ts', 'server', 'telemetry']);
 
+/** npm packages whose paths look like a layer's folder (`@modelcontextprotocol/sdk/server/…`): never matched by the layer patterns. */
+const PACKAGES_APART = ['!@modelcontextprotocol/sdk/**'];
+
 const layerRules = LAYERS.slice(1).map((folders, i) => {
   const above = LAYERS.slice(0, i + 1).flat();
   return {
@@ -47,7 +50,8 @@ const layerRules = LAYERS.slice(1).map((folders, i) => {
       'no-restricted-imports': ['error', {
         patterns: [
           {
-            group: above.flatMap(importsOf),
+            // Packages are not layers: the MCP SDK's own `server/` and `client/` folders are not src/server/.
+            group: [...above.flatMap(importsOf), ...PACKAGES_APART],
             message: `src/${folders.join(', src/')} may not import from a higher layer (${above.join(', ')}): see docs/architecture.md`,
           },
           ...(folders.some((f) => FASTIFY_LAYERS.has(f)) ? [] : [NO_FASTIFY]),

@@ -28,6 +28,7 @@ Usage:
                                              processes on one port (auto: one per core; needs OP_REDIS_URL)
   opinference keys create --name NAME [--limit USD] [--limit-reset daily|weekly|monthly|never]
                          [--rpm N] [--tpm N] [--models a/b,c/d] [--retention none|DAYS]
+                         [--tools srv__tool,srv2,srv3__get_*] [--max-tools N]
                          [--expires-in-days N]
                                              create a key; its secret is printed once
   opinference keys list                      list keys (never their secrets)
@@ -266,6 +267,8 @@ async function main(argv: string[]): Promise<void> {
       rpm: { type: 'string' },
       tpm: { type: 'string' },
       models: { type: 'string' },
+      tools: { type: 'string' },
+      'max-tools': { type: 'string' },
       retention: { type: 'string' },
       from: { type: 'string' },
       to: { type: 'string' },
@@ -298,7 +301,7 @@ async function main(argv: string[]): Promise<void> {
       const warnings = loaded.warnings ?? [];
       for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
       const warned = warnings.length ? ` (${warnings.length} warning${warnings.length === 1 ? '' : 's'} on stderr)` : '';
-      process.stdout.write(`${loaded.source ?? '(no file: empty catalog)'}: ok — ${loaded.config.providers.length} providers, ${loaded.config.models.length} models${warned}\n`);
+      process.stdout.write(`${loaded.source ?? '(no file: empty catalog)'}: ok — ${loaded.config.providers.length} providers, ${loaded.config.models.length} models${mcpCount(loaded.config.mcp_servers)}${warned}\n`);
       // What each provider preset expanded to (the key as set / not set, never its value).
       for (const line of describePresetExpansions(loaded.config)) process.stdout.write(`  ${line}\n`);
       // Providers with several keys: labels and weights, never the values.
@@ -354,7 +357,7 @@ async function migrateCommand(values: { from?: string; to?: string; resume?: boo
   }
 }
 
-type KeyFlags = { config?: string; name?: string; 'expires-in-days'?: string; limit?: string; 'limit-reset'?: string; rpm?: string; tpm?: string; models?: string; retention?: string };
+type KeyFlags = { config?: string; name?: string; 'expires-in-days'?: string; limit?: string; 'limit-reset'?: string; rpm?: string; tpm?: string; models?: string; tools?: string; 'max-tools'?: string; retention?: string };
 
 /**
  * The ids of `--models a/b,c/d`. A list that names no model (`""`, `" "`, `","`) is refused:
@@ -364,6 +367,22 @@ function modelList(flag: string): string[] {
   const ids = flag.split(',').map((m) => m.trim()).filter(Boolean);
   if (ids.length === 0) fail(`--models ${JSON.stringify(flag)} names no model; give model ids (--models a/b,c/d), or leave --models out to allow every model`);
   return ids;
+}
+
+/** `, 2 MCP servers (weather: streamable_http, files: stdio)` for `config check`, or '' without any. */
+function mcpCount(servers: readonly { id: string; transport: string }[]): string {
+  if (servers.length === 0) return '';
+  return `, ${servers.length} MCP server${servers.length === 1 ? '' : 's'} (${servers.map((s) => `${s.id}: ${s.transport}`).join(', ')})`;
+}
+
+/**
+ * The MCP tool patterns of `--tools a__b,c`. A list that names none is refused, like
+ * `--models`: an empty `allowed_tools` means "every tool".
+ */
+function toolList(flag: string): string[] {
+  const patterns = flag.split(',').map((t) => t.trim()).filter(Boolean);
+  if (patterns.length === 0) fail(`--tools ${JSON.stringify(flag)} names no tool; give patterns (--tools weather,github__search_*), or leave --tools out to allow every tool`);
+  return patterns;
 }
 
 /** Key settings from CLI flags, validated like the admin API's. */
@@ -379,6 +398,8 @@ function settingsFromFlags(values: KeyFlags): Partial<KeySettings> {
     limit_reset: values['limit-reset'] ?? 'never',
     rate_limit: { requests_per_minute: int('rpm', values.rpm), tokens_per_minute: int('tpm', values.tpm) },
     allowed_models: values.models === undefined ? [] : modelList(values.models),
+    allowed_tools: values.tools === undefined ? [] : toolList(values.tools),
+    max_tools: int('max-tools', values['max-tools']),
     retention: values.retention === undefined ? null : values.retention === 'none' ? 'none' : Number(values.retention),
   };
   const parsed = keySettingsSchema.safeParse(raw);

@@ -253,6 +253,14 @@ function checkReferences(raw: unknown): string[] {
     issues.push('server.headers_timeout_ms: headers_timeout_ms must not be longer than request_timeout_ms');
   }
   issues.push(...checkPresetReferences(config, models));
+  const mcpIds = new Map<string, number>();
+  asList(config.mcp_servers).forEach((s, i) => {
+    const id = asString(s.id);
+    if (id === undefined) return;
+    const first = mcpIds.get(id);
+    if (first !== undefined) issues.push(`mcp_servers[${i}].id: duplicate MCP server id "${id}" (also mcp_servers[${first}])`);
+    else mcpIds.set(id, i);
+  });
   return issues;
 }
 
@@ -290,24 +298,32 @@ function deepFreeze<T>(value: T): T {
 /** Options of {@link parseConfig} and {@link loadConfig}. */
 export interface ParseOptions {
   /**
-   * false: the providers' secrets (`api_key`, `api_keys[].key`, `headers`, kind `azure`'s `entra` credentials) are not read, so variables they name
+   * false: the providers' secrets (`api_key`, `api_keys[].key`, `headers`, kind `azure`'s `entra` credentials) and the MCP servers' `headers` and `env` are not read, so variables they name
    * need not be set. For commands that only need the catalog (`keys create --models`); such a
    * config has no credentials and must not serve.
    */
   secrets?: boolean;
 }
 
-/** Drop the providers' `api_key`, `api_keys[].key`, `headers` and `entra` before substitution (see {@link ParseOptions.secrets}). */
+/** Drop the providers' `api_key`, `api_keys[].key`, `headers` and `entra`, and the MCP servers' `headers` and `env`, before substitution (see {@link ParseOptions.secrets}). */
 function withoutSecrets(raw: unknown): unknown {
-  if (raw === null || typeof raw !== 'object' || !Array.isArray((raw as Loose).providers)) return raw;
-  const providers = ((raw as Loose).providers as unknown[]).map((p) => {
+  if (raw === null || typeof raw !== 'object') return raw;
+  const providers = !Array.isArray((raw as Loose).providers) ? (raw as Loose).providers : ((raw as Loose).providers as unknown[]).map((p) => {
     if (p === null || typeof p !== 'object') return p;
     const { api_key: _k, headers: _h, entra: _e, ...rest } = p as Loose;
     // The keys go, their labels and weights stay (an empty key: the config must not serve).
     if (Array.isArray(rest.api_keys)) rest.api_keys = rest.api_keys.map((k: unknown) => (k !== null && typeof k === 'object' ? { ...(k as Loose), key: '' } : k));
     return rest;
   });
-  return { ...(raw as Loose), providers };
+  // MCP servers' headers and stdio environments hold their credentials the same way.
+  const mcp = Array.isArray((raw as Loose).mcp_servers)
+    ? ((raw as Loose).mcp_servers as unknown[]).map((s) => {
+        if (s === null || typeof s !== 'object') return s;
+        const { headers: _h, env: _e, ...rest } = s as Loose;
+        return rest;
+      })
+    : (raw as Loose).mcp_servers;
+  return { ...(raw as Loose), ...(providers === undefined ? {} : { providers }), ...(mcp === undefined ? {} : { mcp_servers: mcp }) };
 }
 
 /**

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { PROVIDER_CONFIG_SCHEMAS } from '../providers/config-schemas.js';
 import { apiKeysSchema } from './credentials-schema.js';
+import { mcpServersSchema } from './mcp-servers-schema.js';
 import { modelVariantSchema, presetSchema } from './presets-schema.js';
 import { PROVIDER_PRESET_NAMES } from './provider-presets.js';
 import type { UnionToIntersection } from './provider-kind-schema.js';
@@ -403,6 +404,8 @@ export const configSchema = z
     model_variants: z.array(modelVariantSchema).default([]),
     telemetry: telemetrySchema.default({}),
     cache: cacheSchema.default({}),
+    /** Upstream MCP servers aggregated at `/mcp` (mcp-servers-schema.ts, docs/mcp.md). */
+    mcp_servers: mcpServersSchema({ name: headerName, value: headerValue }),
   })
   .strict();
 
@@ -416,3 +419,4 @@ export type ServerConfig = z.infer<typeof serverSchema>;
 export type OverloadConfig = z.infer<typeof overloadSchema>;
 export type GatewayConfig = z.infer<typeof configSchema>;
 export type TelemetryConfig = z.infer<typeof telemetrySchema>;
+export type { McpServerConfig } from './mcp-servers-schema.js';

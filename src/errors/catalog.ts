@@ -198,6 +198,34 @@ export const ERROR_CATALOG = define({
     status: 503, kind: 'retryable', scope: 'gateway', type: 'server_error',
     description: 'Every local connection slot to the provider (`max_connections`) stayed busy for `timeouts.pool_wait_ms`; the gateway tries the next endpoint first. Not counted against the provider\'s health. Raise `max_connections` if it happens under normal load.',
   },
+  mcp_tool_not_allowed: {
+    status: 403, kind: 'terminal', scope: 'key', type: 'permission_error',
+    description: 'An MCP `tools/call` (or `prompts/get`, `resources/read`) named a tool the key may not use (its `allowed_tools`) or that the server\'s `allowed_tools`/`denied_tools` hide; sent as a JSON-RPC error `-32602` (the code of an unknown tool), with this code in `data.code`. Nothing was sent upstream.',
+  },
+  mcp_unknown_tool: {
+    status: 404, kind: 'terminal', scope: 'request', type: 'not_found_error',
+    description: 'An MCP request named a tool, prompt or resource that no configured MCP server (`mcp_servers`) offers, or a server id that is not configured; sent as a JSON-RPC error `-32602`.',
+  },
+  mcp_upstream_timeout: {
+    status: 504, kind: 'retryable', scope: 'provider', type: 'timeout_error',
+    description: 'An upstream MCP server did not answer within its `timeout_ms`; the gateway cancelled the request upstream (`notifications/cancelled`) and answers a JSON-RPC error `-32001` (request timeout).',
+  },
+  mcp_result_too_large: {
+    status: 502, kind: 'terminal', scope: 'provider', type: 'server_error',
+    description: 'An upstream MCP server\'s answer passed its `max_result_bytes`; the gateway stopped reading it and answers a JSON-RPC error `-32603` instead of relaying it.',
+  },
+  mcp_upstream_unavailable: {
+    status: 502, kind: 'retryable', scope: 'provider', type: 'server_error',
+    description: 'An upstream MCP server could not be reached, refused the gateway (its credentials in `mcp_servers[].headers`), or its stdio process exited; the gateway reconnects (a new session, a new process) on the next request. The message is the upstream\'s, with the server\'s configured header and environment values removed.',
+  },
+  mcp_origin_not_allowed: {
+    status: 403, kind: 'terminal', scope: 'request', type: 'permission_error',
+    description: 'A request to `/mcp` carried an `Origin` (a browser page) that is neither the gateway\'s own nor listed in `server.cors.allowed_origins`: refused as the MCP transport requires, against DNS-rebinding pages; clients that are not browsers send no `Origin`.',
+  },
+  mcp_session_not_found: {
+    status: 404, kind: 'terminal', scope: 'request', type: 'not_found_error',
+    description: 'The `Mcp-Session-Id` names no MCP session of this gateway process (ended, expired, opened with another key, or opened on another replica: see docs/mcp.md on sticky sessions); the client starts a new one with `initialize`.',
+  },
   gateway_overloaded: {
     status: 503, kind: 'retryable', scope: 'gateway', type: 'server_error',
     description: 'This gateway process is saturated (`server.overload`: event-loop delay or utilization, generation requests or streams at once) and refuses new generation work before reading the body, so that the streams it holds and its health check stay fast; nothing is recorded. `Retry-After` says when to retry (another replica may take it); `/ready` answers 503 `overloaded` meanwhile.',

@@ -30,7 +30,7 @@ const LOOKUP_RETRY_MS = 1_000;
 
 const ADMIN: ApiKey = {
   id: 'admin', name: 'admin', prefix: 'admin', disabled: false, createdAt: 0, expiresAt: null, isAdmin: true,
-  settings: { limit: null, limit_reset: 'never', rate_limit: { requests_per_minute: null, tokens_per_minute: null }, allowed_models: [], retention: null, cache: null },
+  settings: { limit: null, limit_reset: 'never', rate_limit: { requests_per_minute: null, tokens_per_minute: null }, allowed_models: [], allowed_tools: [], max_tools: null, retention: null, cache: null },
 };
 
 /**
@@ -49,7 +49,21 @@ export class KeyResolver {
 
   constructor(private readonly db: Kysely<Database>, adminKey: string | undefined, private readonly changes: KeyChangeNotifier = localKeyChanges) {
     this.adminHash = adminKey ? Buffer.from(hashSecret(adminKey), 'hex') : undefined;
-    changes.onChange(() => this.cache.clear());
+    changes.onChange(() => {
+      this.cache.clear();
+      this.changed();
+    });
+  }
+
+  private readonly listeners: (() => void)[] = [];
+
+  /** Call `fn` after keys changed, here (the key API) or in another process (its notice). */
+  onKeysChanged(fn: () => void): void {
+    this.listeners.push(fn);
+  }
+
+  private changed(): void {
+    for (const fn of this.listeners) fn();
   }
 
   /**
@@ -121,6 +135,7 @@ export class KeyResolver {
   invalidate(): void {
     this.cache.clear();
     this.changes.notify();
+    this.changed();
   }
 }
 

@@ -23,6 +23,7 @@ import { subscribeGenAiPrometheus } from '../telemetry/prometheus-genai.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import { UpstreamPools } from '../upstream/upstream-pools.js';
 import { LiveUpstreamCalls } from '../upstream/upstream-exchange.js';
+import { McpGateway } from '../mcp/mcp-gateway.js';
 import { KeyResolver } from './auth.js';
 
 /** Options of {@link buildGateway} (server/app.ts). */
@@ -64,7 +65,7 @@ export interface BuiltRuntime {
   keys: KeyResolver;
   /** Apply a new validated config: catalog, health settings, record settings, new pools. */
   reload(loaded: LoadedConfig): void;
-  /** Stop the background work (retention purge, health sharing): before the server closes. */
+  /** Stop the background work (retention purge, health sharing, MCP sessions and upstreams): before the server closes. */
   stopBackground(): Promise<void>;
   /** Flush records and close stores, pools, telemetry and Redis: after the server closed. */
   close(): Promise<void>;
@@ -99,12 +100,15 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
     upstreamCalls: new LiveUpstreamCalls(),
     responses: new StoredResponseStore(db, log),
     loadSpent: (keyId, periodStart) => loadSpentSince(db, keyId, periodStart),
+    mcp: new McpGateway(config.mcp_servers, { warn: (message) => log.warn(message) }),
   };
   runtime.writer.configure(config.records);
   runtime.shutdown.signal.addEventListener('abort', () => runtime.upstreamCalls.abortAll(new Error('the gateway is shutting down')), { once: true });
   runtime.metrics.observeWriter(runtime.writer);
   const stopGenAiMetrics = subscribeGenAiPrometheus(runtime.metrics);
   const keys = new KeyResolver(db, options.adminKey, redis ? new RedisKeyChangeNotifier(redis) : localKeyChanges);
+  // A key's allowed_tools may have changed: MCP sessions are told to list their tools again.
+  keys.onKeysChanged(() => runtime.mcp.keysChanged());
   const healthSharing = redis ? new RedisHealthSharing(redis, runtime.health, log) : localHealth;
   const stopPurge = options.purgeIntervalMs === 0 ? async () => {} : startRetentionPurge(db, log, options.purgeIntervalMs ?? 3_600_000, fleetLease(db, 'retention-purge'));
 
@@ -119,12 +123,15 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
       runtime.adapters.clear();
       runtime.health.settings = healthSettings(next);
       runtime.writer.configure(next.records);
+      runtime.mcp.reload(next.mcp_servers);
       // New pools pick up changed providers; the old ones close once their calls finish.
       const oldPools = runtime.pools;
       runtime.pools = new UpstreamPools(observePoolWait);
       void oldPools.close();
     },
     async stopBackground() {
+      // Before the server closes: MCP sessions hold open GET streams (and stdio children).
+      await runtime.mcp.close();
       await stopPurge();
       healthSharing.close();
     },

@@ -18,6 +18,17 @@ export const keySettingsSchema = z
       .default({}),
     /** Model ids this key may use; empty = all. */
     allowed_models: z.array(z.string().min(1)).default([]),
+    /**
+     * MCP tools this key may list and call (`/mcp`, issue 22): patterns over `server__tool` with
+     * `*` for any run of characters (`weather__get_*`), or a server id alone for all its tools
+     * (`weather`, the same as `weather__*`); empty = every tool of every server.
+     */
+    allowed_tools: z.array(z.string().min(1).max(200).regex(/^[A-Za-z0-9_.*/-]+$/, 'must be a tool name or pattern: letters, digits, "_", "-", ".", "/" and "*"')).max(500).default([]),
+    /**
+     * Most tools one `tools/list` shows this key (the first ones in server order); past it the
+     * gateway adds its `search_tools` tool to find the rest. null = no cap.
+     */
+    max_tools: z.number().int().min(1).max(10_000).nullable().default(null),
     /** Default retention of this key's generations (`none` or days); null = the gateway's. */
     retention: z.union([z.literal('none'), z.number().int().min(0).max(36_500)]).nullable().default(null),
     /** Cache every answer of this key (true, or a TTL in seconds); null = only when a request or model asks. */

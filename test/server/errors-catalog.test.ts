@@ -14,8 +14,8 @@ test('docs/errors.md is generated from the catalog (run `npm run docs:errors` wh
 test('every catalog entry is coherent: retryable codes are 408/429/5xx, terminal ones are 4xx', () => {
   for (const [code, d] of Object.entries(ERROR_CATALOG)) {
     if (d.kind === 'retryable') assert.ok(d.status === 408 || d.status === 429 || d.status >= 500, code);
-    // Terminal 5xx: the gateway's operator must fix something (config, credentials, a model file).
-    else assert.ok((d.status >= 400 && d.status < 500) || ['no_providers_configured', 'upstream_auth_failed', 'provider_misconfigured'].includes(code), code);
+    // Terminal 5xx: the gateway's operator must fix something (config, credentials, a model file; an MCP server's max_result_bytes).
+    else assert.ok((d.status >= 400 && d.status < 500) || ['no_providers_configured', 'upstream_auth_failed', 'provider_misconfigured', 'mcp_result_too_large'].includes(code), code);
   }
 });
 

@@ -12,6 +12,7 @@ import type { ResponseCacheStore } from '../../cache/response-cache-store.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { GenerationWriter } from '../../store/generation-writer.js';
 import type { StoredResponseStore } from '../../store/stored-responses.js';
+import type { McpGateway } from '../../mcp/mcp-gateway.js';
 
 /** What the pipeline logs through: pino's level methods (no Fastify type below server/). */
 export interface GatewayLog {
@@ -50,6 +51,8 @@ export interface GatewayRuntime {
   loadSpent: (keyId: string, periodStart: number) => Promise<bigint>;
   /** Responses API objects kept for `GET /v1/responses/{id}` and `previous_response_id`. */
   responses: StoredResponseStore;
+  /** The MCP gateway over `mcp_servers` (`/mcp`, docs/mcp.md): its sessions and upstream connections. */
+  mcp: McpGateway;
 }
 
 /** The adapter of a provider, cached per provider id. */

@@ -36,6 +36,9 @@ const keyBody = z
     expires_at: z.string().datetime({ offset: true }).nullable().optional(),
     rate_limit: rateLimit.nullable().optional(),
     allowed_models: z.array(z.string().min(1)).max(500).optional(),
+    /** MCP tool patterns (`server__tool`, `server__get_*`, `server`): see store/key-settings.ts. */
+    allowed_tools: keySettingsSchema.shape.allowed_tools.removeDefault().optional(),
+    max_tools: keySettingsSchema.shape.max_tools.removeDefault().optional(),
     retention: z.union([z.literal('none'), z.number().int().min(0).max(36_500)]).nullable().optional(),
     /** Cache every answer of the key: true, or a TTL in seconds; null/false = only when asked. */
     cache: z.union([z.boolean(), z.number().int().min(1).max(30 * 86_400)]).nullable().optional(),
@@ -61,6 +64,8 @@ function mergeSettings(current: KeySettings, b: Partial<z.infer<typeof keyBody>>
     limit_reset: b.limit_reset === undefined ? current.limit_reset : (b.limit_reset ?? 'never'),
     rate_limit: b.rate_limit === undefined ? current.rate_limit : b.rate_limit === null ? {} : { ...current.rate_limit, ...b.rate_limit },
     allowed_models: b.allowed_models ?? current.allowed_models,
+    allowed_tools: b.allowed_tools ?? current.allowed_tools,
+    max_tools: b.max_tools === undefined ? current.max_tools : b.max_tools,
     retention: b.retention === undefined ? current.retention : b.retention,
     cache: b.cache === undefined ? current.cache : b.cache,
   });
@@ -132,6 +137,8 @@ async function keyObject(rt: GatewayRuntime, key: ApiKey, fresh = false) {
     limit_reset: s.limit_reset,
     rate_limit: { requests_per_minute: s.rate_limit.requests_per_minute, tokens_per_minute: s.rate_limit.tokens_per_minute },
     allowed_models: s.allowed_models,
+    allowed_tools: s.allowed_tools,
+    max_tools: s.max_tools,
     retention: s.retention,
     cache: s.cache,
     expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString(),
