@@ -3,30 +3,99 @@ import type { ChatResult } from '../../core/chat-result.js';
 import type { StreamPart } from '../../core/stream-part.js';
 import { TokenEstimator } from '../../accounting/estimate-tokens.js';
 
+/** Pieces appended before they are joined into one string (see {@link AppendedText}). */
+const JOIN_EVERY = 128;
+
+/**
+ * Text appended piece by piece over a long stream, held flat. `a += b` per piece would keep a
+ * rope (a 32-byte ConsString plus the piece's own string per delta: about 56 bytes per chunk, so
+ * ~340 KB per held stream after 10 minutes at one chunk per 100 ms); here the pieces are joined
+ * every {@link JOIN_EVERY} into one flat string, so a held stream keeps about its text's bytes
+ * (and one rope node per JOIN_EVERY pieces).
+ */
+class AppendedText {
+  private flat = '';
+  private pieces: string[] = [];
+
+  get empty(): boolean {
+    return this.flat === '' && this.pieces.length === 0;
+  }
+
+  append(piece: string): void {
+    if (piece === '') return;
+    this.pieces.push(piece);
+    if (this.pieces.length >= JOIN_EVERY) this.join();
+  }
+
+  reset(value: string): void {
+    this.flat = value;
+    this.pieces = [];
+  }
+
+  toString(): string {
+    if (this.pieces.length > 0) this.join();
+    return this.flat;
+  }
+
+  private join(): void {
+    // The pieces become one flat string (and garbage); the text is one rope node per
+    // JOIN_EVERY pieces, flattened by V8 once when it is read.
+    this.flat += this.pieces.join('');
+    this.pieces = [];
+  }
+}
+
 /**
  * Collects what a stream produced: text, reasoning, tool calls, the finish reason and usage.
  * Used for the generation record, for the reasoning-exhausted check and to estimate usage when
  * the upstream reports none.
  */
 export class OutputAccumulator {
-  text = '';
-  reasoning = '';
-  refusal = '';
+  private readonly textParts = new AppendedText();
+  private readonly reasoningParts = new AppendedText();
+  private readonly refusalParts = new AppendedText();
   readonly reasoningDetails: ReasoningDetail[] = [];
   readonly toolCalls: ToolCall[] = [];
   finish: Extract<StreamPart, { type: 'finish' }> | undefined;
   usage: Usage | undefined;
 
+  /** The answer's text so far. */
+  get text(): string {
+    return this.textParts.toString();
+  }
+
+  set text(value: string) {
+    this.textParts.reset(value);
+  }
+
+  /** The reasoning text so far. */
+  get reasoning(): string {
+    return this.reasoningParts.toString();
+  }
+
+  set reasoning(value: string) {
+    this.reasoningParts.reset(value);
+  }
+
+  /** The refusal text so far. */
+  get refusal(): string {
+    return this.refusalParts.toString();
+  }
+
+  set refusal(value: string) {
+    this.refusalParts.reset(value);
+  }
+
   add(part: StreamPart): void {
     switch (part.type) {
       case 'text':
-        this.text += part.text;
+        this.textParts.append(part.text);
         break;
       case 'reasoning':
-        this.reasoning += part.text;
+        this.reasoningParts.append(part.text);
         break;
       case 'refusal':
-        this.refusal += part.text;
+        this.refusalParts.append(part.text);
         break;
       case 'reasoning-details':
         this.reasoningDetails.push(...part.details);
@@ -54,7 +123,7 @@ export class OutputAccumulator {
 
   /** Whether the output has an answer (text or a tool call), as opposed to only reasoning. */
   hasAnswer(): boolean {
-    return this.text !== '' || this.refusal !== '' || this.toolCalls.length > 0;
+    return !this.textParts.empty || !this.refusalParts.empty || this.toolCalls.length > 0;
   }
 
   /**
