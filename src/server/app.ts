@@ -5,6 +5,7 @@ import type { GatewayRuntime } from '../pipeline/state/runtime.js';
 import { newRequestId } from '../util/ids.js';
 import { buildRuntime, type GatewayOptions } from './build-runtime.js';
 import { clientErrorHandler, clientTimeoutOptions } from './client-limits.js';
+import { ConnectionDrain } from './connection-drain.js';
 import { registerRoutes } from './register-routes.js';
 import { requestIdOf } from './request-id.js';
 import type { RegisteredRoute } from './route-auth.js';
@@ -40,6 +41,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     // One log line per request comes from our own hooks (and one per generation), not Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
+    // Node's close ends only the connections idle at that moment; ConnectionDrain ends the others.
     forceCloseConnections: 'idle',
     // Requests Node could not parse or that timed out before Fastify saw them: the same envelope.
     clientErrorHandler,
@@ -47,6 +49,13 @@ export function buildGateway(options: GatewayOptions): Gateway {
     frameworkErrors: (err, req, reply) => {
       sendError(reply, new GatewayError('invalid_request', `bad request: ${err.message}`), String(req.id ?? newRequestId()));
     },
+  });
+  // At close, every client connection ends once its requests in flight are answered (a spare
+  // socket or a kept-alive one would otherwise hold app.close(): connection-drain.ts).
+  const drain = new ConnectionDrain(app.server);
+  app.addHook('preClose', (done) => {
+    drain.start();
+    done();
   });
   const built = buildRuntime(options, app.log);
   const { runtime, redis } = built;

@@ -1,11 +1,14 @@
 /**
  * The CLI as an operator runs it: `keys create`, `serve` with a config file, a streamed request
- * from the OpenAI SDK, SIGTERM with a stream in flight (it finishes, records are flushed, exit 0),
+ * from the OpenAI SDK, SIGTERM with a stream in flight (it finishes, records are flushed, exit 0;
+ * kept-alive and never-used client connections do not hold the exit),
  * no prompt text in the logs or the database, and a bad config refused with its path.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import http from 'node:http';
+import net from 'node:net';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -170,6 +173,47 @@ describe('opinference CLI', { skip }, () => {
       assert.equal(last.choices[0]!.finish_reason, 'error');
       assert.equal(await exited, 0);
     } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  });
+
+  test('SIGTERM: a kept-alive client and a connection that never sent a request do not hold the drain (exit right after the stream, not at drain_timeout_ms)', async () => {
+    const port = await freePort();
+    const { child, stdout: logs, exited } = spawnCli(['serve'], { ...env, OP_PORT: String(port), OP_HOST: '127.0.0.1', OP_ADMIN_KEY: 'adm' }, 'keepalive-drain');
+    const agent = new http.Agent({ keepAlive: true });
+    const spare = new net.Socket();
+    try {
+      for (let i = 0; i < 100 && !/Server listening/.test(logs()); i++) await new Promise((r) => setTimeout(r, 50));
+      // A browser's spare socket: connected, never used.
+      spare.on('error', () => {});
+      await new Promise<void>((r) => spare.connect(port, '127.0.0.1', r));
+      upstream.enqueue({ sse: ['one ', 'two ', 'three '].map(chunk), delayMs: 150 });
+      let signalled = 0;
+      const body = await new Promise<string>((resolve, reject) => {
+        const req = http.request({ host: '127.0.0.1', port, path: '/v1/chat/completions', method: 'POST', agent, headers: { authorization: 'Bearer adm', 'content-type': 'application/json' } }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => {
+            text += d;
+            if (!signalled) {
+              signalled = performance.now();
+              child.kill('SIGTERM');
+            }
+          });
+          res.on('end', () => resolve(text));
+          res.on('error', reject);
+        });
+        req.on('error', reject);
+        req.end(JSON.stringify({ model: 'test/model', stream: true, messages: [{ role: 'user', content: 'x' }] }));
+      });
+      assert.equal(body.trimEnd().endsWith('data: [DONE]'), true, body.slice(-200));
+      assert.equal(await exited, 0);
+      // The stream's rest takes ~0.3 s; before, both connections held the exit until the drain timeout (30 s).
+      const ms = performance.now() - signalled;
+      assert.ok(ms < 10_000, `SIGTERM to exit took ${Math.round(ms)} ms`);
+    } finally {
+      agent.destroy();
+      spare.destroy();
       if (child.exitCode === null) child.kill('SIGKILL');
     }
   });
