@@ -874,6 +874,10 @@ interface RssAfterRequests {
   series: { after: number; rss: number | undefined }[];
   final: number | undefined;
   peak: number | undefined;
+  /** VmRSS in bytes of the fresh gateway before the first request. */
+  idle: number | undefined;
+  /** The gateway's CPU (utime+stime) per 2xx response over the run, in µs. */
+  cpuUsPerRequest: number | undefined;
 }
 
 async function rssAfterRequests(stack: Stack, requests: number): Promise<RssAfterRequests> {
@@ -882,10 +886,14 @@ async function rssAfterRequests(stack: Stack, requests: number): Promise<RssAfte
   const series: RssAfterRequests['series'] = [];
   const step = Math.max(1, Math.floor(requests / 10));
   process.stderr.write(`bench: memory: ${requests.toLocaleString('en-US')} non-streaming requests through a fresh gateway (${SETTINGS.connections} connections)…\n`);
+  const idle = rssBytes(pid);
+  const cpuBefore = pid === undefined ? undefined : cpuSeconds(pid);
   const run = await autocannonRun(t, SETTINGS.connections, 0, requests, (n) => {
     if (n % step === 0) series.push({ after: n, rss: rssBytes(pid) });
   });
-  return { requests, ok: run.ok, bad: run.bad, seconds: run.seconds, series, final: rssBytes(pid), peak: rssBytes(pid, 'VmHWM') };
+  const cpuAfter = pid === undefined ? undefined : cpuSeconds(pid);
+  const cpuUsPerRequest = cpuBefore !== undefined && cpuAfter !== undefined && run.ok > 0 ? ((cpuAfter - cpuBefore) * 1e6) / run.ok : undefined;
+  return { requests, ok: run.ok, bad: run.bad, seconds: run.seconds, series, final: rssBytes(pid), peak: rssBytes(pid, 'VmHWM'), idle, cpuUsPerRequest };
 }
 
 /** Streams opened by one phase, as the load generators answered it (summed over them). */
@@ -1386,7 +1394,7 @@ function memoryLines(m: MemoryResult): string[] {
     const r = m.rss;
     out.push(
       `**RSS after ${fmtInt(r.requests)} requests** (a fresh gateway, non-streaming chat, ${SETTINGS.connections} connections, ${r.seconds.toFixed(0)} s, ${fmtInt(r.ok)} 2xx, ${fmtInt(r.bad)} failed): ` +
-        `**${fmtMB(r.final)}** at the end (peak ${fmtMB(r.peak)}). After each tenth: ${r.series.map((s) => `${fmtInt(s.after)}: ${fmtMB(s.rss)}`).join(', ')}.`,
+        `**${fmtMB(r.final)}** at the end (peak ${fmtMB(r.peak)}; ${fmtMB(r.idle)} before the first request; ${r.cpuUsPerRequest === undefined ? 'CPU n/a' : `${Math.round(r.cpuUsPerRequest)} µs of gateway CPU per request`}${GATEWAY_NODE_ARGS.length ? `; node ${GATEWAY_NODE_ARGS.join(' ')}` : ''}). After each tenth: ${r.series.map((s) => `${fmtInt(s.after)}: ${fmtMB(s.rss)}`).join(', ')}.`,
       '',
     );
   }

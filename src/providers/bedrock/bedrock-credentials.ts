@@ -1,6 +1,4 @@
-import { Sha256 } from '@aws-crypto/sha256-js';
-import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
-import { SignatureV4 } from '@smithy/signature-v4';
+import type { SignatureV4 } from '@smithy/signature-v4';
 import { GatewayError } from '../../errors/gateway-error.js';
 import { redactSecrets } from '../upstream-errors.js';
 
@@ -59,7 +57,9 @@ export interface BedrockCredentials {
  * SSO, shared config and credentials files with `aws_profile`, `credential_process`, web
  * identity for EKS, ECS container credentials, EC2 IMDSv2), nothing fetched until the first
  * call, and one `SignatureV4` (service `bedrock`, SHA-256 of `@aws-crypto/sha256-js`) per
- * region. A secret key, session token or API key never appears in an error or a log line.
+ * region; the AWS libraries are loaded on the first signed call (a gateway without a signing
+ * bedrock provider never pays their RSS). A secret key, session token or API key never appears
+ * in an error or a log line.
  * @see https://docs.aws.amazon.com/sdkref/latest/guide/standardized-credentials.html
  * @see https://docs.aws.amazon.com/bedrock/latest/userguide/api-keys.html
  */
@@ -69,27 +69,32 @@ export function createBedrockCredentials(providerId: string, settings: BedrockCr
     return { source: 'api_key', headers: () => Promise.resolve({ authorization: `Bearer ${apiKey}` }), expired: () => undefined, secrets: () => [] };
   }
   const source = settings.aws_profile ? `aws profile ${settings.aws_profile}` : 'aws default chain';
-  const memoized = fromNodeProviderChain(settings.aws_profile ? { profile: settings.aws_profile } : {});
   let forceRefresh = false;
   let lastSecrets: readonly string[] = [];
-  // The chain's memoized credentials, or once after an ExpiredTokenException fresh ones; their
-  // secret parts kept for redaction.
-  const chain = async () => {
-    const refresh = forceRefresh;
-    forceRefresh = false;
-    const creds = refresh ? await memoized({ forceRefresh: true }) : await memoized();
-    if (lastSecrets[0] !== creds.secretAccessKey || lastSecrets[1] !== creds.sessionToken) lastSecrets = creds.sessionToken ? [creds.secretAccessKey, creds.sessionToken] : [creds.secretAccessKey];
-    return creds;
-  };
-  const signers = new Map<string, SignatureV4>();
-  const signerFor = (region: string): SignatureV4 => {
-    let signer = signers.get(region);
-    if (!signer) {
-      signer = new SignatureV4({ service: BEDROCK_SIGNING_SERVICE, region, credentials: chain, sha256: Sha256, uriEscapePath: true, applyChecksum: true });
-      signers.set(region, signer);
-    }
-    return signer;
-  };
+  // The chain and one signer per region, made with the libraries on the first signed call.
+  let loaded: Promise<(region: string) => SignatureV4> | undefined;
+  const load = (): Promise<(region: string) => SignatureV4> =>
+    (loaded ??= Promise.all([import('@aws-crypto/sha256-js'), import('@aws-sdk/credential-providers'), import('@smithy/signature-v4')]).then(([{ Sha256 }, { fromNodeProviderChain }, { SignatureV4 }]) => {
+      const memoized = fromNodeProviderChain(settings.aws_profile ? { profile: settings.aws_profile } : {});
+      // The chain's memoized credentials, or once after an ExpiredTokenException fresh ones; their
+      // secret parts kept for redaction.
+      const chain = async () => {
+        const refresh = forceRefresh;
+        forceRefresh = false;
+        const creds = refresh ? await memoized({ forceRefresh: true }) : await memoized();
+        if (lastSecrets[0] !== creds.secretAccessKey || lastSecrets[1] !== creds.sessionToken) lastSecrets = creds.sessionToken ? [creds.secretAccessKey, creds.sessionToken] : [creds.secretAccessKey];
+        return creds;
+      };
+      const signers = new Map<string, SignatureV4>();
+      return (region: string): SignatureV4 => {
+        let signer = signers.get(region);
+        if (!signer) {
+          signer = new SignatureV4({ service: BEDROCK_SIGNING_SERVICE, region, credentials: chain, sha256: Sha256, uriEscapePath: true, applyChecksum: true });
+          signers.set(region, signer);
+        }
+        return signer;
+      };
+    }));
   return {
     source,
     expired() {
@@ -104,6 +109,7 @@ export function createBedrockCredentials(providerId: string, settings: BedrockCr
       for (const [k, v] of Object.entries(req.headers)) toSign[k.toLowerCase()] = v;
       let signed: { headers: Record<string, string> };
       try {
+        const signerFor = await load();
         signed = await signerFor(region).sign({
           method: 'POST',
           protocol: url.protocol,
