@@ -892,6 +892,12 @@ async function rssAfterRequests(stack: Stack, requests: number): Promise<RssAfte
     if (n % step === 0) series.push({ after: n, rss: rssBytes(pid) });
   });
   const cpuAfter = pid === undefined ? undefined : cpuSeconds(pid);
+  if (process.env.BENCH_HEAP_SNAPSHOT === '1' && pid !== undefined) {
+    // The gateway runs with --heapsnapshot-signal=SIGUSR2 (BENCH_GATEWAY_NODE_ARGS); it writes
+    // the snapshot into its folder (kept with BENCH_KEEP_TEMP=1) while the bench waits.
+    process.kill(pid, 'SIGUSR2');
+    await new Promise((r) => setTimeout(r, 15_000));
+  }
   const cpuUsPerRequest = cpuBefore !== undefined && cpuAfter !== undefined && run.ok > 0 ? ((cpuAfter - cpuBefore) * 1e6) / run.ok : undefined;
   return { requests, ok: run.ok, bad: run.bad, seconds: run.seconds, series, final: rssBytes(pid), peak: rssBytes(pid, 'VmHWM'), idle, cpuUsPerRequest };
 }
