@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { PROVIDER_CONFIG_SCHEMAS } from '../providers/config-schemas.js';
 import { apiKeysSchema } from './credentials-schema.js';
 import { mcpServersSchema } from './mcp-servers-schema.js';
+import { mcpToolLoopSchema } from './mcp-tool-loop-schema.js';
 import { modelVariantSchema, presetSchema } from './presets-schema.js';
 import { PROVIDER_PRESET_NAMES } from './provider-presets.js';
 import type { UnionToIntersection } from './provider-kind-schema.js';
@@ -406,6 +407,8 @@ export const configSchema = z
     cache: cacheSchema.default({}),
     /** Upstream MCP servers aggregated at `/mcp` (mcp-servers-schema.ts, docs/mcp.md). */
     mcp_servers: mcpServersSchema({ name: headerName, value: headerValue }),
+    /** Bounds of the Responses API `mcp` tool's loop (mcp-tool-loop-schema.ts). */
+    mcp_tool_loop: mcpToolLoopSchema.default({}),
   })
   .strict();
 

@@ -199,6 +199,12 @@ export interface GenerationIngress<Req = unknown> extends IngressAdapterBase<Req
   /** What a stream writes while it waits for its first content; default an SSE comment. */
   readonly keepAlive?: string;
   /**
+   * Whether a body names configured MCP servers as tools (Responses `{"type": "mcp"}`): such a
+   * request is served by the gateway's tool loop (pipeline/stages/mcp-tool-loop.ts), each model
+   * turn a request of this API. Absent: the API has no such tool.
+   */
+  readonly hostsMcpTools?: (body: unknown) => boolean;
+  /**
    * Client request headers (lower case) handed to a provider's native lane for this API
    * (providers/types.ts `NativeLane.buildCall`, e.g. `anthropic-beta`).
    */

@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolRequestSchema,
   GetPromptRequestSchema,
@@ -261,6 +262,22 @@ export class McpGateway {
     session.key = ctx.key;
     session.lastSeen = Date.now();
     await session.transport.handlePostMessage(req, res, body);
+  }
+
+  /**
+   * An in-process client session, without HTTP: a session with the key's view (lists, calls,
+   * the observer's admission and records, upstream connections) served over `transport`, the
+   * server side of the SDK's `InMemoryTransport` pair (in-process-client.ts). Not counted in
+   * {@link sessionCount}; it ends, its upstream sessions with it, when the transport closes.
+   * @throws GatewayError `gateway_shutting_down` after {@link close}.
+   */
+  async connectInProcess(transport: Transport, ctx: McpRequestContext): Promise<void> {
+    if (this.closed) throw new GatewayError('gateway_shutting_down', 'the gateway is shutting down');
+    const session = this.openSession(ctx);
+    session.id = `inproc_${randomUUID()}`;
+    session.transport = transport as unknown as StreamableHTTPServerTransport;
+    transport.onclose = () => void this.endSession(session);
+    await session.server.connect(transport);
   }
 
   /** A new session with its server and handlers; the caller attaches the transport. */

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { isStaticPath, type IngressRoute } from '../../ingress/registry.js';
 import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
 import { serveGeneration } from '../../pipeline/stages/serve-generation.js';
+import { serveMcpToolLoop } from '../../pipeline/stages/mcp-tool-loop.js';
 import { FastifyClientSink } from '../fastify-client-sink.js';
 import { REPEATED_HEADER } from '../../ingress/gateway-fields.js';
 
@@ -16,6 +17,8 @@ export function registerGenerateRoute(app: FastifyInstance, rt: () => GatewayRun
   const forward = ingress.output === 'generation' ? (ingress.forwardHeaders ?? []) : [];
   const sessions = ingress.output === 'generation' ? (ingress.sessionHeaders ?? []) : [];
   const wantsHeaders = forward.length + sessions.length > 0;
+  // Responses with `{"type": "mcp"}` tools: the gateway's tool loop, each model turn through the pipeline.
+  const hostsMcpTools = ingress.output === 'generation' ? ingress.hostsMcpTools : undefined;
   app.route({
     method: route.method,
     url: route.path,
@@ -25,6 +28,7 @@ export function registerGenerateRoute(app: FastifyInstance, rt: () => GatewayRun
       const headers = wantsHeaders ? pickHeaders(req.headers, forward) : undefined;
       // The raw header list is read only when a session header was sent.
       if (headers && sessions.some((n) => req.headers[n] !== undefined)) Object.assign(headers, pickSessionHeaders(req.raw.rawHeaders, sessions));
+      if (hostsMcpTools?.(req.body) && ingress.output === 'generation') return serveMcpToolLoop(rt(), ingress, req.body as Record<string, unknown>, req.apiKey, req.id, new FastifyClientSink(reply), headers);
       // Node joins a repeated x-op-cache into one value, which matches neither true nor false and is ignored.
       return serveGeneration(rt(), ingress, req.body, req.apiKey, req.id, new FastifyClientSink(reply), headers, req.headers['x-op-cache'] as string | undefined);
     },

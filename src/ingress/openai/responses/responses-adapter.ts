@@ -2,6 +2,7 @@ import { TOOLS_LIST } from '../../body-lists.js';
 import type { GenerationIngress } from '../../types.js';
 import { openAIErrorBody } from '../error-envelope.js';
 import { responsesToChat, responsesTranslationWarnings } from './convert-responses-request-to-chat.js';
+import { hasMcpTool } from './mcp-tool.js';
 import { inputItems, prepareResponsesRequest } from './previous-response.js';
 import { responseBody } from './response-object.js';
 import { storedResponseShapes } from './stored-response-shapes.js';
@@ -47,6 +48,7 @@ export const responsesIngress: GenerationIngress<ResponsesRequest> = {
   contentBlocks: true,
   sessionHeaders: CODEX_SESSION_HEADERS,
   clientSession: (_req, headers) => codexSession(headers),
+  hostsMcpTools: hasMcpTool,
   parse: parseResponsesRequest,
   prepare: prepareResponsesRequest,
   toChat: responsesToChat,
