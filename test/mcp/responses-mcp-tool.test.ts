@@ -166,7 +166,7 @@ describe('Responses API mcp tool (openai SDK, scripted model)', () => {
     const always = await badRequest(client.responses.create({ model: 'test/model', input: 'x', tools: [ordersTool({ require_approval: 'always' })] }));
     assert.deepEqual([always.status, always.code, always.param], [400, 'unsupported_parameter', 'tools[0].require_approval']);
     assert.match(always.message, /send "never"/);
-    const unset = await badRequest(client.responses.create({ model: 'test/model', input: 'x', tools: [{ type: 'function', name: 'f', parameters: {} }, { type: 'mcp', server_label: 'orders' } as unknown as OpenAI.Responses.Tool] }));
+    const unset = await badRequest(client.responses.create({ model: 'test/model', input: 'x', tools: [{ type: 'function', name: 'f', parameters: {}, strict: false }, { type: 'mcp', server_label: 'orders' } as unknown as OpenAI.Responses.Tool] }));
     assert.deepEqual([unset.status, unset.param], [400, 'tools[1].require_approval']);
     const url = await badRequest(client.responses.create({ model: 'test/model', input: 'x', tools: [ordersTool({ server_url: 'https://evil.example/mcp' })] }));
     assert.deepEqual([url.status, url.code, url.param], [400, 'unsupported_parameter', 'tools[0].server_url']);
