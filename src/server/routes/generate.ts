@@ -26,7 +26,7 @@ export function registerGenerateRoute(app: FastifyInstance, rt: () => GatewayRun
       // The raw header list is read only when a session header was sent.
       if (headers && sessions.some((n) => req.headers[n] !== undefined)) Object.assign(headers, pickSessionHeaders(req.raw.rawHeaders, sessions));
       // Node joins a repeated x-op-cache into one value, which matches neither true nor false and is ignored.
-      return serveGeneration(rt(), ingress, req.body, req.apiKey, req.id, new FastifyClientSink(reply), headers, req.headers['x-op-cache'] as string | undefined);
+      return serveGeneration(rt(), ingress, req.body, req.apiKey, req.id, new FastifyClientSink(reply), headers, req.headers['x-op-cache'] as string | undefined, req.headers['x-op-user'] as string | undefined);
     },
   });
 }
