@@ -139,6 +139,9 @@ function expected(rows: readonly GenerationsTable[], query: UsageQuery): UsageRe
   for (const g of match) add(totals, g);
   let groupsOf: (g: GenerationsTable) => (string | null)[];
   switch (query.groupBy) {
+    case 'team':
+    case 'user':
+      throw new Error(`the reference does not model group_by ${query.groupBy}`);
     case null:
       groupsOf = () => [null];
       break;
