@@ -150,6 +150,19 @@ describe('team limits in one gateway', () => {
     }
   });
 
+  test('tokens per minute over the sum of the keys: the tokens of one key\'s request count for the other', async () => {
+    const { secrets } = await teamWithKeys({ rate_limit: { tokens_per_minute: 10 } });
+    upstream.enqueue(completion(8, 4));
+    const first = await call(gw.origin, secrets[0]!, 'POST', '/chat/completions', chat());
+    assert.equal(first.status, 200);
+    assert.equal(first.headers.get('x-ratelimit-limit-tokens'), '10');
+    await new Promise((r) => setTimeout(r, 20)); // the tokens are added after the answer
+    const second = await call(gw.origin, secrets[1]!, 'POST', '/chat/completions', chat());
+    assert.equal(second.status, 429);
+    assert.deepEqual(second.body.error.metadata, { level: 'team' });
+    assert.match(second.body.error.message, /^rate limit of 10 tokens per minute reached for this key's team/);
+  });
+
   test('a key limit refuses before the team\'s, with level key', async () => {
     const { secrets } = await teamWithKeys({ rate_limit: { requests_per_minute: 100 } }, [{ rate_limit: { requests_per_minute: 1 } }]);
     upstream.setDefault(completion(1, 1));
@@ -203,6 +216,9 @@ describe('team limits in one gateway', () => {
     assert.equal(row.retention, 'none');
     assert.equal(row.content, null);
     assert.match(row.end_user ?? '', /^sha256:[0-9a-f]{32}$/);
+    const id = (r.body.id as string) ?? '';
+    const generation = await admin('GET', `/generation?id=${encodeURIComponent(id)}`);
+    assert.equal(generation.body.data.user, row.end_user);
   });
 });
 
