@@ -36,6 +36,9 @@ export function loadCreditSpent(rt: GatewayRuntime, c: CreditLimit): Promise<big
   return rt.loadSpent(c.id, c.periodStart);
 }
 
+/** A request with no credit limit at any level (shared: nothing allocated per request). */
+const NO_CREDITS: readonly CreditLimit[] = Object.freeze([]);
+
 /** The name of a level in messages. */
 const LEVEL_NAME: Record<LimitLevel, string> = { key: 'this key', team: "this key's team", end_user: 'this end user' };
 
@@ -44,18 +47,19 @@ const LEVEL_NAME: Record<LimitLevel, string> = { key: 'this key', team: "this ke
  * its team and the end user (sets `x-ratelimit-*` headers on the draft: the key's, else the
  * team's), and the credit limits the attempts will reserve against, key first.
  * @returns the credit limits (empty when none applies).
- * @throws GatewayError `model_not_allowed` (403), `rate_limited` (429), `limits_unavailable`,
- *   each with `metadata.level`.
+ * @throws GatewayError `model_not_allowed` (403) and `rate_limited` (429), each with
+ *   `metadata.level`; `limits_unavailable` (503) when the limit store cannot be reached.
  */
-export async function admit(rt: GatewayRuntime, key: ApiKey, chat: ChatRequest, draft: GenerationDraft, endUser?: EndUser): Promise<CreditLimit[]> {
+export async function admit(rt: GatewayRuntime, key: ApiKey, chat: ChatRequest, draft: GenerationDraft, endUser?: EndUser): Promise<readonly CreditLimit[]> {
   enforceAllowedModels(key, chat);
-  await enforceRateLimits(rt, key, draft.extraHeaders, endUser, draft.tokenWindows);
+  await enforceRateLimits(rt, key, draft.extraHeaders, endUser, draft);
+  const team = key.team?.settings;
+  const daily = endUser === undefined ? null : key.settings.end_user_limits.usd_per_day;
+  if (key.settings.limit === null && (!team || team.limit === null) && daily === null) return NO_CREDITS;
   const now = Date.now();
   const credits: CreditLimit[] = [];
   if (key.settings.limit !== null) credits.push({ level: 'key', id: key.id, limitPico: usdToPico(key.settings.limit), periodStart: periodStart(key.settings.limit_reset, now) });
-  const team = key.team?.settings;
   if (team && team.limit !== null) credits.push({ level: 'team', id: key.team!.id, limitPico: usdToPico(team.limit), periodStart: periodStart(team.limit_reset, now) });
-  const daily = endUser === undefined ? null : key.settings.end_user_limits.usd_per_day;
   if (endUser !== undefined && daily !== null) credits.push({ level: 'end_user', id: endUserLimitId(key.id, endUser), limitPico: usdToPico(daily), periodStart: periodStart('daily', now), endUser: { keyId: key.id, user: endUser } });
   return credits;
 }
@@ -115,10 +119,10 @@ interface RateLevel {
  * user, in that order (a level is counted only once the levels before it admitted the
  * request), and check their tokens-per-minute limits; puts the `x-ratelimit-*` response headers
  * into `headers` (the key's limits, else the team's). The ids of the levels with a token limit
- * other than the key's go into `tokenWindows`, so the request's tokens are added to them.
+ * other than the key's go into the draft's `tokenWindows`, so the request's tokens are added to them.
  * @throws GatewayError `rate_limited` (429, with Retry-After and `metadata.level`).
  */
-async function enforceRateLimits(rt: GatewayRuntime, key: ApiKey, headers: Record<string, string>, endUser: EndUser | undefined, tokenWindows: string[] | undefined): Promise<void> {
+async function enforceRateLimits(rt: GatewayRuntime, key: ApiKey, headers: Record<string, string>, endUser: EndUser | undefined, draft: GenerationDraft | undefined): Promise<void> {
   const levels: RateLevel[] = [];
   const k = key.settings.rate_limit;
   if (k.requests_per_minute !== null || k.tokens_per_minute !== null) levels.push({ level: 'key', id: key.id, rpm: k.requests_per_minute, tpm: k.tokens_per_minute });
@@ -146,7 +150,7 @@ async function enforceRateLimits(rt: GatewayRuntime, key: ApiKey, headers: Recor
         Object.assign(headers, { 'x-ratelimit-limit-tokens': String(tk.limit), 'x-ratelimit-remaining-tokens': String(tk.remaining), 'x-ratelimit-reset-tokens': goDuration(tk.resetMs) });
       }
       if (!tk.ok) throw refused(`${l.tpm} tokens`, l.level, tk.resetMs);
-      if (l.level !== 'key' && tokenWindows) tokenWindows.push(l.id);
+      if (l.level !== 'key' && draft) (draft.tokenWindows ??= []).push(l.id);
     }
   }
 }

@@ -62,7 +62,7 @@ export async function serveGeneration(
   draft.session = op?.session ?? null;
   draft.retention = op?.retention ?? defaultRetention(rt, key);
   if (generationStart.hasSubscribers) generationStart.publish({ draft, chat: input.chat } satisfies GenerationStartEvent);
-  let credits: CreditLimit[];
+  let credits: readonly CreditLimit[];
   try {
     const endUser = endUserOfRequest(input.chat, userHeader);
     if (endUser) draft.endUser = recordedEndUser(endUser, draft.retention);
@@ -104,7 +104,7 @@ function countTokens(rt: GatewayRuntime, draft: GenerationDraft): void {
   const tokens = totalTokens(draft.usage);
   const now = Date.now();
   void rt.limits.addTokens(draft.keyId, tokens, now).catch(() => {});
-  for (const id of draft.tokenWindows) void rt.limits.addTokens(id, tokens, now).catch(() => {});
+  if (draft.tokenWindows) for (const id of draft.tokenWindows) void rt.limits.addTokens(id, tokens, now).catch(() => {});
 }
 
 /** A key's default retention: its own, else its team's, else the gateway's (`retention`). */
@@ -161,7 +161,7 @@ function refuse(rt: GatewayRuntime, draft: GenerationDraft, ingress: IngressAdap
  * Serve an admitted request: plan, run the attempts, answer the failure if none answered, and
  * record the generation.
  */
-async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, sink: ClientSink, credits: CreditLimit[], prompt: PromptSize): Promise<void> {
+async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, sink: ClientSink, credits: readonly CreditLimit[], prompt: PromptSize): Promise<void> {
   const { chat } = input;
   const state: ResponseState = { headersSent: false, outputStarted: false, clientGone: new ClientGone(), keepAlive: undefined, poolWaitMs: 0 };
   const onClose = () => {

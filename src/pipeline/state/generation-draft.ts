@@ -56,7 +56,7 @@ export class GenerationDraft implements GenerationRecord {
    * Limit store ids whose token-per-minute windows count this request's tokens besides the
    * key's (its team's, its end user's: set by the admit stage). Not part of the record.
    */
-  readonly tokenWindows: string[] = [];
+  tokenWindows: string[] | undefined = undefined;
   /** Answered from the response cache (cost 0). */
   cacheHit = false;
   /**
