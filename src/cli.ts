@@ -9,6 +9,7 @@ import { startTelemetry } from './telemetry/telemetry.js';
 import { DEFAULT_DATABASE_URL, isDatabaseUnreachable, openDatabase, parseDatabaseUrl } from './store/database.js';
 import { copyDatabase } from './store/copy-database.js';
 import { createKey, deleteKey, disableKey, listKeys, resolveKeyRef } from './store/keys.js';
+import { resolveTeamRef } from './store/teams.js';
 import { buildCatalog, unknownModelIds } from './routing/catalog.js';
 import { keySettingsSchema, type KeySettings } from './store/key-settings.js';
 import { prestartLocalEngines, retainLocalEngines, withEngineContext, withLocalModel } from './providers/local/local-models.js';
@@ -29,7 +30,7 @@ Usage:
   opinference keys create --name NAME [--limit USD] [--limit-reset daily|weekly|monthly|never]
                          [--rpm N] [--tpm N] [--models a/b,c/d] [--retention none|DAYS]
                          [--tools srv__tool,srv2,srv3__get_*] [--max-tools N]
-                         [--expires-in-days N]
+                         [--expires-in-days N] [--team ID_OR_NAME]
                                              create a key; its secret is printed once
   opinference keys list                      list keys (never their secrets)
   opinference keys disable ID_OR_NAME        disable a key (a name shared by several keys is refused)
@@ -270,6 +271,7 @@ async function main(argv: string[]): Promise<void> {
       tools: { type: 'string' },
       'max-tools': { type: 'string' },
       retention: { type: 'string' },
+      team: { type: 'string' },
       from: { type: 'string' },
       to: { type: 'string' },
       resume: { type: 'boolean' },
@@ -357,7 +359,7 @@ async function migrateCommand(values: { from?: string; to?: string; resume?: boo
   }
 }
 
-type KeyFlags = { config?: string; name?: string; 'expires-in-days'?: string; limit?: string; 'limit-reset'?: string; rpm?: string; tpm?: string; models?: string; tools?: string; 'max-tools'?: string; retention?: string };
+type KeyFlags = { config?: string; name?: string; 'expires-in-days'?: string; limit?: string; 'limit-reset'?: string; rpm?: string; tpm?: string; models?: string; tools?: string; 'max-tools'?: string; retention?: string; team?: string };
 
 /**
  * The ids of `--models a/b,c/d`. A list that names no model (`""`, `" "`, `","`) is refused:
@@ -433,7 +435,11 @@ async function keysCommand(sub: string | undefined, arg: string | undefined, val
         expiresAt = Date.now() + days * 86_400_000;
       }
       const settings = settingsFromFlags(values);
-      const { key, secret } = await withDatabase((db) => createKey(db, name, expiresAt, settings));
+      const team = values.team;
+      const { key, secret } = await withDatabase(async (db) => {
+        const teamId = team === undefined ? null : ((await resolveTeamRef(db, team))?.id ?? fail(`--team: no team with id or name "${team}" (create it with POST /v1/teams)`));
+        return createKey(db, name, expiresAt, settings, teamId);
+      });
       // stdout carries the secret alone (`K=$(opinference keys create --name x)`); the rest is for the operator.
       process.stderr.write(`created key ${key.id} (${key.name}); its secret is on stdout, shown once: store it now\n`);
       process.stdout.write(`${secret}\n`);
@@ -445,7 +451,8 @@ async function keysCommand(sub: string | undefined, arg: string | undefined, val
       for (const k of keys) {
         const s = k.settings;
         const limits = [s.limit !== null ? `limit $${s.limit}/${s.limit_reset}` : 'no limit', s.rate_limit.requests_per_minute ? `${s.rate_limit.requests_per_minute} rpm` : '', s.rate_limit.tokens_per_minute ? `${s.rate_limit.tokens_per_minute} tpm` : ''].filter(Boolean).join(', ');
-        process.stdout.write(`${k.id}\t${k.name}\t${k.prefix}…\t${k.disabled ? 'disabled' : k.expiresAt !== null && k.expiresAt <= Date.now() ? 'expired' : 'active'}\t${limits}\t${new Date(k.createdAt).toISOString()}\n`);
+        const team = k.team ? `\tteam ${k.team.name}` : '';
+        process.stdout.write(`${k.id}\t${k.name}\t${k.prefix}…\t${k.disabled ? 'disabled' : k.expiresAt !== null && k.expiresAt <= Date.now() ? 'expired' : 'active'}\t${limits}\t${new Date(k.createdAt).toISOString()}${team}\n`);
       }
       return;
     }

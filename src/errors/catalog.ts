@@ -96,15 +96,15 @@ export const ERROR_CATALOG = define({
   },
   insufficient_credits: {
     status: 402, kind: 'terminal', scope: 'key', type: 'insufficient_quota',
-    description: 'The key\'s credit limit cannot cover the worst case of this request (prompt plus output limit at the endpoint\'s prices); the message says how many output tokens it could afford. Lower `max_tokens` or raise the limit.',
+    description: 'The key\'s credit limit cannot cover the worst case of this request (prompt plus output limit at the endpoint\'s prices); the message says how many output tokens it could afford. With a team or an end-user cap (`end_user_limits.usd_per_day`) in force, `metadata.level` says which budget refused: `key`, `team` or `end_user`. Lower `max_tokens` or raise the limit.',
   },
   rate_limited: {
     status: 429, kind: 'retryable', scope: 'key', type: 'rate_limit_error',
-    description: 'The key exceeded its requests-per-minute or tokens-per-minute limit; `Retry-After` and `x-ratelimit-*` headers say when it resets.',
+    description: 'The key, its team (over the sum of the team\'s keys) or the request\'s end user (`user`, `x-op-user`; the key\'s `end_user_limits`) exceeded a requests-per-minute or tokens-per-minute limit; `metadata.level` says which (`key`, `team`, `end_user`); `Retry-After` and `x-ratelimit-*` headers say when it resets.',
   },
   model_not_allowed: {
     status: 403, kind: 'terminal', scope: 'key', type: 'permission_error',
-    description: 'The key may not use this model (its `allowed_models` list).',
+    description: 'The key may not use this model (its `allowed_models` list, or its team\'s); `metadata.level` says whose list refused (`key` or `team`).',
   },
   admin_key_required: {
     status: 403, kind: 'terminal', scope: 'key', type: 'permission_error',

@@ -4,6 +4,7 @@ import type { Kysely } from 'kysely';
 import { GatewayError } from '../errors/gateway-error.js';
 import { findKeyByHash, hashSecret, type ApiKey } from '../store/keys.js';
 import type { Database } from '../store/schema.js';
+import { keySettingsSchema } from '../store/key-settings.js';
 import { localKeyChanges, type KeyChangeNotifier } from '../store/key-change-notifier.js';
 
 /**
@@ -30,7 +31,8 @@ const LOOKUP_RETRY_MS = 1_000;
 
 const ADMIN: ApiKey = {
   id: 'admin', name: 'admin', prefix: 'admin', disabled: false, createdAt: 0, expiresAt: null, isAdmin: true,
-  settings: { limit: null, limit_reset: 'never', rate_limit: { requests_per_minute: null, tokens_per_minute: null }, allowed_models: [], allowed_tools: [], max_tools: null, retention: null, cache: null },
+  settings: keySettingsSchema.parse({}),
+  team: null,
 };
 
 /**

@@ -19,6 +19,8 @@ import { startRetentionPurge } from '../store/retention-purge.js';
 import type { Database } from '../store/schema.js';
 import { StoredResponseStore } from '../store/stored-responses.js';
 import { loadSpentSince } from '../store/usage-queries.js';
+import { loadTeamSpentSince } from '../store/teams.js';
+import { loadEndUserSpentSince } from '../store/end-users.js';
 import { subscribeGenAiPrometheus } from '../telemetry/prometheus-genai.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import { UpstreamPools } from '../upstream/upstream-pools.js';
@@ -100,6 +102,8 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
     upstreamCalls: new LiveUpstreamCalls(),
     responses: new StoredResponseStore(db, log),
     loadSpent: (keyId, periodStart) => loadSpentSince(db, keyId, periodStart),
+    loadTeamSpent: (teamId, periodStart) => loadTeamSpentSince(db, teamId, periodStart),
+    loadEndUserSpent: (keyId, endUser, periodStart) => loadEndUserSpentSince(db, keyId, endUser, periodStart),
     mcp: new McpGateway(config.mcp_servers, { warn: (message) => log.warn(message) }),
   };
   runtime.writer.configure(config.records);

@@ -18,6 +18,7 @@ import { registerDashboard } from './routes/dashboard.js';
 import { registerGenerationRoutes } from './routes/generation.js';
 import { registerHealthRoute } from './routes/health.js';
 import { registerKeyRoutes } from './routes/keys.js';
+import { registerTeamRoutes } from './routes/teams.js';
 import { registerMcpRoutes } from './routes/mcp.js';
 import { registerMetricsRoute } from './routes/metrics.js';
 import { registerModelRoutes } from './routes/models.js';
@@ -127,6 +128,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): () => Reg
   registerGenerationRoutes(app, rt, db);
   registerUsageRoutes(app, rt, db);
   registerKeyRoutes(app, rt, db, keys);
+  registerTeamRoutes(app, rt, db, keys);
   registerMcpRoutes(app, rt);
   registerMethodNotAllowed();
   registerDashboard(app);

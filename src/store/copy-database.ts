@@ -8,6 +8,7 @@ import type { Database } from './schema.js';
  * copied: it refills by itself. The copy pages through each table by its primary key.
  */
 export const COPY_TABLES = [
+  { table: 'teams', key: ['id'] },
   { table: 'api_keys', key: ['id'] },
   { table: 'generations', key: ['id'] },
   { table: 'generation_tags', key: ['generation_id', 'tag'] },

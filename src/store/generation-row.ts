@@ -90,6 +90,8 @@ export interface GenerationRecord {
   readonly cacheHit: boolean;
   readonly tags: readonly string[];
   readonly session: string | null;
+  /** The app's end user as the row keeps it (store/end-users.ts `recordedEndUser`), or null; absent is null. */
+  readonly endUser?: string | null;
   /** `none`, or the days text is kept. */
   readonly retention: 'none' | number;
   /** Request and output text; in the row only when retention is not `none`. */
@@ -145,6 +147,7 @@ export function generationRow(record: GenerationRecord, keepUpstreamErrorMessage
     ttft_ms: record.ttftMs,
     tags: record.tags.length === 0 ? '[]' : JSON.stringify(record.tags),
     session: record.session,
+    end_user: record.endUser ?? null,
     retention: String(record.retention),
     detail: JSON.stringify(detail),
     content: record.retention === 'none' || record.content === null ? null : JSON.stringify(record.content),

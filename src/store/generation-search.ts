@@ -66,7 +66,7 @@ export function decodeCursor(text: string): Cursor | null {
 const COLUMNS = [
   'id', 'request_id', 'created_at', 'key_id', 'requested_model', 'served_model', 'provider', 'endpoint', 'upstream_model', 'status', 'error_code',
   'error_message', 'http_status', 'finish_reason', 'native_finish_reason', 'api', 'streamed', 'cancelled', 'prompt_tokens', 'completion_tokens',
-  'reasoning_tokens', 'cached_tokens', 'cache_write_tokens', 'usage_source', 'cost_pico', 'latency_ms', 'ttft_ms', 'tags', 'session', 'retention', 'detail',
+  'reasoning_tokens', 'cached_tokens', 'cache_write_tokens', 'usage_source', 'cost_pico', 'latency_ms', 'ttft_ms', 'tags', 'session', 'end_user', 'retention', 'detail',
 ] as const satisfies readonly (keyof SearchRow)[];
 
 /**

@@ -31,6 +31,19 @@ export const keySettingsSchema = z
     max_tools: z.number().int().min(1).max(10_000).nullable().default(null),
     /** Default retention of this key's generations (`none` or days); null = the gateway's. */
     retention: z.union([z.literal('none'), z.number().int().min(0).max(36_500)]).nullable().default(null),
+    /**
+     * Caps on each end user of this key (the request's `user`, or `x-op-user`; issue 23 item
+     * 2), each null for none: requests and tokens per minute, and USD per UTC day (an exact
+     * decimal string, like `limit`).
+     */
+    end_user_limits: z
+      .object({
+        requests_per_minute: z.number().int().min(1).nullable().default(null),
+        tokens_per_minute: z.number().int().min(1).nullable().default(null),
+        usd_per_day: z.string().regex(/^\d+(\.\d{1,6})?$/, 'must be a non-negative decimal number of USD with at most 6 decimals').nullable().default(null),
+      })
+      .strict()
+      .default({}),
     /** Cache every answer of this key (true, or a TTL in seconds); null = only when a request or model asks. */
     cache: z.union([z.boolean(), z.number().int().min(1)]).nullable().default(null),
   })

@@ -301,6 +301,31 @@ export const MIGRATIONS: readonly Migration[] = [
       await db.schema.createIndex('response_cache_expires').on('response_cache').column('expires_at').execute();
     },
   },
+  // 0009 is another change's (the steps are applied by name, so a gap in the numbers is fine).
+  {
+    // Teams (issue 23 item 1): a key may belong to one; limits over the sum of its keys.
+    name: '0010_teams',
+    async up(db) {
+      const text = sqlDialectOf(db).text;
+      await db.schema
+        .createTable('teams')
+        .addColumn('id', text, (c) => c.primaryKey())
+        .addColumn('name', text, (c) => c.notNull().unique())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('settings', text, (c) => c.notNull().defaultTo('{}'))
+        .execute();
+      await db.schema.alterTable('api_keys').addColumn('team_id', text).execute();
+      await db.schema.createIndex('api_keys_team').on('api_keys').column('team_id').execute();
+    },
+  },
+  {
+    // End users (issue 23 item 2): who of an app's users a generation was for.
+    name: '0011_end_users',
+    async up(db) {
+      await db.schema.alterTable('generations').addColumn('end_user', sqlDialectOf(db).text).execute();
+      await db.schema.createIndex('generations_key_end_user').on('generations').columns(['key_id', 'end_user', 'created_at']).execute();
+    },
+  },
 ];
 
 /**

@@ -114,6 +114,7 @@ export function degradedRow(row: GenerationsTable, err: unknown): GenerationsTab
     ttft_ms: null,
     tags: validTags(row.tags) ? row.tags : '[]',
     session: text(row.session, 500),
+    end_user: text(row.end_user, 500),
     retention: String(row.retention),
     detail: JSON.stringify({ record_error: `${e.code}: ${e.message}`.slice(0, 1000) }),
     content: null,

@@ -17,6 +17,18 @@ export interface ApiKeysTable {
   expires_at: number | null;
   /** JSON text: limits, allowed models, default retention (later issues). */
   settings: string;
+  /** The team the key belongs to (`teams.id`), or null; since migration `0010_teams`. */
+  team_id: string | null;
+}
+
+/** Table `teams` (migration `0010_teams`): groups of keys with a shared budget and limits. */
+export interface TeamsTable {
+  id: string;
+  /** Unique. */
+  name: string;
+  created_at: number;
+  /** JSON text: store/teams.ts `TeamSettings`. */
+  settings: string;
 }
 
 /** Table `generations`: exactly one row per accepted request. Times are unix ms / durations ms. */
@@ -53,6 +65,8 @@ export interface GenerationsTable {
   ttft_ms: number | null;
   tags: string;
   session: string | null;
+  /** The app's end user (`user`, `x-op-user`): as sent, or `sha256:<hash>` under retention `none`; since migration `0011_end_users`. */
+  end_user?: string | null;
   retention: string;
   /** JSON: attempts, dropped parameters, warnings. */
   detail: string;
@@ -152,7 +166,7 @@ export const GENERATION_COLUMNS = Object.keys({
   id: 0, request_id: 0, created_at: 0, key_id: 0, requested_model: 0, served_model: 0, provider: 0, endpoint: 0, upstream_model: 0,
   status: 0, error_code: 0, error_message: 0, http_status: 0, finish_reason: 0, native_finish_reason: 0, api: 0, streamed: 0, cancelled: 0,
   prompt_tokens: 0, completion_tokens: 0, reasoning_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, usage_source: 0, cost_pico: 0,
-  latency_ms: 0, ttft_ms: 0, tags: 0, session: 0, retention: 0, detail: 0, content: 0,
+  latency_ms: 0, ttft_ms: 0, tags: 0, session: 0, end_user: 0, retention: 0, detail: 0, content: 0,
 } satisfies Record<keyof GenerationsTable, 0>) as readonly (keyof GenerationsTable)[];
 
 /** Every column of `generation_tags`, in the order the record writer binds them. */
@@ -160,6 +174,7 @@ export const GENERATION_TAG_COLUMNS = Object.keys({ generation_id: 0, tag: 0, cr
 
 export interface Database {
   api_keys: ApiKeysTable;
+  teams: TeamsTable;
   generations: GenerationsTable;
   usage_hourly: UsageHourlyTable;
   usage_hourly_tags: UsageHourlyTagsTable;

@@ -17,7 +17,7 @@ export const DAY_MS = 24 * HOUR_MS;
  */
 export const USAGE_BUCKETS = ['minute', 'hour', 'day'] as const;
 export type UsageBucket = (typeof USAGE_BUCKETS)[number];
-export const USAGE_GROUPS = ['model', 'provider', 'key', 'tag', 'session'] as const;
+export const USAGE_GROUPS = ['model', 'provider', 'key', 'tag', 'session', 'team', 'user'] as const;
 export type UsageGroupBy = (typeof USAGE_GROUPS)[number] | null;
 
 /** Sessions returned at most by `group_by: session` (the most requests first). */
@@ -43,7 +43,12 @@ export interface UsageQuery {
   /** A key's id, or null for the admin key's own requests. */
   keyId?: string | null | undefined;
   tag?: string | undefined;
+  /** A team's id: the generations of the keys that belong to it now. */
+  teamId?: string | undefined;
 }
+
+/** The ids of a team's keys, as a subquery (`key_id in (…)`). */
+const teamKeys = (db: Kysely<Database>, teamId: string) => db.selectFrom('api_keys').select('api_keys.id').where('api_keys.team_id', '=', teamId);
 
 /** p50/p90/p99 in ms, approximate to the histogram bucket bounds. */
 export interface Percentiles {
@@ -303,6 +308,7 @@ export function rollupQuery(db: Kysely<Database>, q: UsageQuery, table: RollupTa
     .where(sql.ref(time), '<', q.to);
   // The rollups count the admin key's requests under key_id ''.
   if (q.keyId !== undefined) qb = qb.where('key_id', '=', q.keyId ?? '');
+  if (q.teamId !== undefined) qb = qb.where('key_id', 'in', teamKeys(db, q.teamId));
   if (q.model !== undefined) qb = qb.where('model', '=', q.model);
   if (q.provider !== undefined) qb = qb.where('provider', '=', q.provider);
   if (withTagFilter && q.tag !== undefined) qb = qb.where(sql.ref('tag'), '=', q.tag);
@@ -352,7 +358,7 @@ const bucketStart = (ms: number, bucket: UsageBucket): number => {
  * `details` (the rows of the chosen sessions) writes them so that none can serve, leaving the
  * (session, created_at) index to drive.
  */
-function sessionFilters(q: UsageQuery, mode: 'top' | 'details') {
+function sessionFilters(q: UsageQuery, mode: 'top' | 'details', db?: Kysely<Database>) {
   return (eb: ExpressionBuilder<Database, 'generations'>): Expression<SqlBool> => {
     const conds: Expression<SqlBool>[] = [eb('created_at', '>=', q.from), eb('created_at', '<', q.to)];
     const top = mode === 'top';
@@ -360,6 +366,7 @@ function sessionFilters(q: UsageQuery, mode: 'top' | 'details') {
       if (top) conds.push(q.keyId === null ? eb('key_id', 'is', null) : eb('key_id', '=', q.keyId));
       else conds.push(eb(eb.fn.coalesce('key_id', sql.lit('')), '=', q.keyId ?? ''));
     }
+    if (q.teamId !== undefined && db) conds.push(eb('key_id', 'in', teamKeys(db, q.teamId)));
     if (q.model !== undefined) {
       if (top) conds.push(eb.or([eb('served_model', '=', q.model), eb.and([eb('served_model', 'is', null), eb('requested_model', '=', q.model)])]));
       else conds.push(eb(eb.fn.coalesce('served_model', 'requested_model'), '=', q.model));
@@ -408,6 +415,7 @@ export function topSessionsQuery(db: Kysely<Database>, q: UsageQuery) {
       .where('day', '>=', from)
       .where('day', '<', to);
     if (q.keyId !== undefined) c = c.where('key_id', '=', q.keyId ?? '');
+    if (q.teamId !== undefined) c = c.where('key_id', 'in', teamKeys(db, q.teamId));
     if (q.model !== undefined) c = c.where('model', '=', q.model);
     if (q.provider !== undefined) c = c.where('provider', '=', q.provider);
     if (q.tag !== undefined) c = c.where('tag', '=', q.tag);
@@ -429,7 +437,7 @@ export function topSessionsQuery(db: Kysely<Database>, q: UsageQuery) {
         .selectFrom('generations')
         .select([sql<string>`session`.as('session'), sql<number>`1`.as('n')])
         .where('session', 'is not', null)
-        .where(sessionFilters({ ...q, from: p.from, to: p.to }, 'top'))
+        .where(sessionFilters({ ...q, from: p.from, to: p.to }, 'top', db))
         .where((eb) => busy(eb)),
     );
   }
@@ -450,7 +458,7 @@ export function sessionRowsQuery(db: Kysely<Database>, q: UsageQuery, sessions: 
     .select(['session', 'created_at', 'status', 'error_code', 'provider', 'prompt_tokens', 'completion_tokens', 'reasoning_tokens', 'cached_tokens', 'latency_ms', 'ttft_ms'])
     .select(sql<string>`cast(cost_pico as text)`.as('cost'))
     .where('session', 'in', sessions)
-    .where(sessionFilters(q, 'details'));
+    .where(sessionFilters(q, 'details', db));
 }
 
 /** `group_by: session`: the top sessions by requests in the range, their figures from `generations`. */
@@ -477,18 +485,19 @@ async function sessionRows(db: Kysely<Database>, q: UsageQuery): Promise<Acc[]> 
  * Minute buckets: the range's generations (at most {@link USAGE_MAX_RANGE_DAYS}.minute long)
  * read through the time index (or a filter's) and summed per (minute, group). A generation
  * with several tags is in each of its tags' groups and once in the totals, as with the rollups.
+ * `group_by: user` (no rollup has the end user) is read the same way for any bucket size.
  */
 async function minuteRows(db: Kysely<Database>, q: UsageQuery): Promise<{ groups: Acc[]; totals: Acc }> {
   const rows = (await db
     .selectFrom('generations')
-    .select(['session', 'created_at', 'status', 'error_code', 'provider', 'prompt_tokens', 'completion_tokens', 'reasoning_tokens', 'cached_tokens', 'latency_ms', 'ttft_ms', 'served_model', 'requested_model', 'key_id', 'tags'])
+    .select(['session', 'created_at', 'status', 'error_code', 'provider', 'prompt_tokens', 'completion_tokens', 'reasoning_tokens', 'cached_tokens', 'latency_ms', 'ttft_ms', 'served_model', 'requested_model', 'key_id', 'tags', 'end_user'])
     .select(sql<string>`cast(cost_pico as text)`.as('cost'))
-    .where(sessionFilters(q, 'top'))
-    .execute()) as (SessionRead & { served_model: string | null; requested_model: string; key_id: string | null; tags: string })[];
+    .where(sessionFilters(q, 'top', db))
+    .execute()) as (SessionRead & { served_model: string | null; requested_model: string; key_id: string | null; tags: string; end_user: string | null })[];
   const groups = new Map<string, Acc>();
   const totals = new Acc();
   for (const r of rows) {
-    const b = bucketStart(Number(r.created_at), 'minute');
+    const b = bucketStart(Number(r.created_at), q.bucket);
     let names: (string | null)[];
     switch (q.groupBy) {
       case 'model':
@@ -499,6 +508,9 @@ async function minuteRows(db: Kysely<Database>, q: UsageQuery): Promise<{ groups
         break;
       case 'key':
         names = [r.key_id];
+        break;
+      case 'user':
+        names = [r.end_user];
         break;
       case 'session':
         names = r.session === null ? [] : [r.session];
@@ -537,6 +549,7 @@ async function minuteRows(db: Kysely<Database>, q: UsageQuery): Promise<{ groups
  * @throws GatewayError invalid_request (param `from`) for a range longer than {@link USAGE_MAX_RANGE_DAYS}.
  */
 export async function queryUsage(db: Kysely<Database>, query: UsageQuery): Promise<UsageResult> {
+  if (query.groupBy === 'team') return byTeam(db, await queryUsage(db, { ...query, groupBy: 'key' }), query);
   const maxDays = USAGE_MAX_RANGE_DAYS[query.bucket];
   if (query.to - query.from > maxDays * DAY_MS) {
     const hint = query.bucket === 'hour' ? `; use bucket=day for longer ranges (up to ${USAGE_MAX_RANGE_DAYS.day} days)` : '';
@@ -547,13 +560,13 @@ export async function queryUsage(db: Kysely<Database>, query: UsageQuery): Promi
   const tagged = q.tag !== undefined || q.groupBy === 'tag';
   let groups: Acc[];
   let totals: Acc;
-  if (q.bucket === 'minute') {
+  if (q.bucket === 'minute' || q.groupBy === 'user') {
     ({ groups, totals } = await minuteRows(db, q));
   } else if (q.groupBy === 'session') {
     groups = await sessionRows(db, q);
     totals = await readTotals(db, q, tagged, true);
   } else {
-    const groupCol = q.groupBy === null ? null : GROUP_COLUMN[q.groupBy];
+    const groupCol = q.groupBy === null ? null : GROUP_COLUMN[q.groupBy as keyof typeof GROUP_COLUMN];
     const map = new Map<string, Acc>();
     for (const r of await readRollups(db, q, tagged, groupCol, true, { daily: q.bucket === 'day', bucketed: true })) {
       const b = Number(r.b);
@@ -582,6 +595,44 @@ export async function queryUsage(db: Kysely<Database>, query: UsageQuery): Promi
     bucket: q.bucket,
     group_by: q.groupBy,
   };
+}
+
+/**
+ * `group_by: team`: a query's key groups folded into the teams their keys belong to now (keys
+ * without a team, and the admin key, in the group null). Sums add; latency percentiles of a
+ * team of several keys are not kept (null: the histograms are gone once a group's figures are
+ * made), those of a team of one key are its key's.
+ */
+async function byTeam(db: Kysely<Database>, byKey: UsageResult, query: UsageQuery): Promise<UsageResult> {
+  const teamOf = new Map<string, string>();
+  for (const r of await db.selectFrom('api_keys').select(['id', 'team_id']).where('team_id', 'is not', null).execute()) teamOf.set(r.id, r.team_id!);
+  const rows = new Map<string, UsageRow & { keys: number }>();
+  for (const r of byKey.data) {
+    const team = r.group === null ? null : (teamOf.get(r.group) ?? null);
+    const id = `${r.bucket}\u0000${team ?? ''}`;
+    const into = rows.get(id);
+    if (!into) {
+      rows.set(id, { ...r, group: team, keys: 1 });
+      continue;
+    }
+    for (const f of ['requests', 'errors', 'refused', 'cancelled', 'prompt_tokens', 'completion_tokens', 'reasoning_tokens', 'cached_tokens'] as const) into[f] += r[f];
+    into.cost = picoToUsdString(usdStringToPico(into.cost) + usdStringToPico(r.cost));
+    into.keys++;
+    into.latency_ms = null;
+    into.ttft_ms = null;
+  }
+  const data = [...rows.values()]
+    .map(({ keys: _keys, ...row }) => row)
+    .sort((a, b) => (a.bucket < b.bucket ? -1 : a.bucket > b.bucket ? 1 : a.group === b.group ? 0 : a.group === null ? -1 : b.group === null ? 1 : a.group < b.group ? -1 : 1));
+  return { ...byKey, data, group_by: query.groupBy };
+}
+
+/** An exact USD decimal string (as {@link picoToUsdString} writes it) → picodollars. */
+function usdStringToPico(usd: string): bigint {
+  const neg = usd.startsWith('-');
+  const [whole, frac = ''] = (neg ? usd.slice(1) : usd).split('.');
+  const pico = BigInt(whole!) * 1_000_000_000_000n + BigInt((frac + '000000000000').slice(0, 12));
+  return neg ? -pico : pico;
 }
 
 /**

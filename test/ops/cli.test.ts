@@ -18,6 +18,8 @@ import { startUpstream, type Upstream } from '../helpers/replay-upstream.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database.js';
 import { freePort } from '../helpers/free-port.js';
 import { CLI, spawnCli, untilHealthy } from '../helpers/cli-process.js';
+import { migrate } from '../../src/store/migrations.js';
+import { createTeam } from '../../src/store/teams.js';
 
 const run = promisify(execFile);
 const skip = existsSync(CLI) ? false : 'dist/src/cli.js is missing: run npm run build';
@@ -216,6 +218,26 @@ describe('opinference CLI', { skip }, () => {
       spare.destroy();
       if (child.exitCode === null) child.kill('SIGKILL');
     }
+  });
+
+  test('keys create --team puts the key in the team (by name); keys list shows it; an unknown team is refused', async () => {
+    const store = database.open();
+    await migrate(store.db);
+    const team = await createTeam(store.db, 'cli-team');
+    await store.close();
+    const created = await run(process.execPath, [CLI, 'keys', 'create', '--name', 'member', '--team', 'cli-team'], { env });
+    assert.match(created.stdout, /^op-/m);
+    const listed = (await run(process.execPath, [CLI, 'keys', 'list'], { env })).stdout;
+    assert.match(listed, /\tmember\top-[^\n]*\tteam cli-team\n/);
+    const check = database.open();
+    const row = await check.db.selectFrom('api_keys').select('team_id').where('name', '=', 'member').executeTakeFirstOrThrow();
+    await check.close();
+    assert.equal(row.team_id, team.id);
+    await assert.rejects(run(process.execPath, [CLI, 'keys', 'create', '--name', 'x', '--team', 'nobody'], { env }), (e: { code?: number; stderr?: string }) => {
+      assert.equal(e.code, 1);
+      assert.match(e.stderr ?? '', /--team: no team with id or name "nobody"/);
+      return true;
+    });
   });
 
   test('a bad config is refused at start with its path in the message', async () => {

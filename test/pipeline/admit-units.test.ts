@@ -25,6 +25,7 @@ const keyWith = (settings: Record<string, unknown> = {}, id = 'key_1'): ApiKey =
   expiresAt: null,
   isAdmin: false,
   settings: keySettingsSchema.parse(settings) as KeySettings,
+  team: null,
 });
 
 /** Only what admit reads of the runtime: the limit store. */
@@ -35,7 +36,7 @@ const draft = () => new GenerationDraft('gen_1', 'req_1', 'key_1', 'chat', false
 describe('admit: allowed models', () => {
   test('a key without allowed_models admits any model and leaves `models` as sent', async () => {
     const req = chat('a/one', ['a/two', 'b/three']);
-    assert.equal(await admit(runtime(), keyWith(), req, draft()), undefined);
+    assert.deepEqual(await admit(runtime(), keyWith(), req, draft()), []);
     assert.deepEqual(req.models, ['a/two', 'b/three']);
   });
 
@@ -64,17 +65,17 @@ describe('admit: allowed models', () => {
 });
 
 describe('admit: credit limit', () => {
-  test('no limit: undefined (nothing to reserve against)', async () => {
-    assert.equal(await admit(runtime(), keyWith({ limit: null }), chat('m'), draft()), undefined);
+  test('no limit: none (nothing to reserve against)', async () => {
+    assert.deepEqual(await admit(runtime(), keyWith({ limit: null }), chat('m'), draft()), []);
   });
 
   test('a USD limit becomes picodollars; limit_reset never starts its period at 0', async () => {
-    assert.deepEqual(await admit(runtime(), keyWith({ limit: '1.25' }, 'key_c'), chat('m'), draft()), { keyId: 'key_c', limitPico: 1_250_000_000_000n, periodStart: 0 });
+    assert.deepEqual(await admit(runtime(), keyWith({ limit: '1.25' }, 'key_c'), chat('m'), draft()), [{ level: 'key', id: 'key_c', limitPico: 1_250_000_000_000n, periodStart: 0 }]);
   });
 
   test('the smallest limit (6 decimals) is exact', async () => {
     const credit = await admit(runtime(), keyWith({ limit: '0.000001' }), chat('m'), draft());
-    assert.equal(credit?.limitPico, 1_000_000n);
+    assert.equal(credit[0]?.limitPico, 1_000_000n);
   });
 
   test('daily, weekly and monthly periods start at UTC midnight, Monday, the 1st', async () => {
@@ -87,7 +88,7 @@ describe('admit: credit limit', () => {
     };
     for (const [reset, start] of Object.entries(expected)) {
       const credit = await admit(runtime(), keyWith({ limit: '5', limit_reset: reset }), chat('m'), draft());
-      assert.equal(credit?.periodStart, start, reset);
+      assert.equal(credit[0]?.periodStart, start, reset);
       assert.equal(new Date(start).getUTCHours(), 0);
     }
   });

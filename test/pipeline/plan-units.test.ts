@@ -203,7 +203,7 @@ describe('planAttempts', () => {
 describe('couldServeLive', () => {
   const rt = { catalog } as unknown as GatewayRuntime;
   const prompt = { upperBound: 10, estimate: () => 10 };
-  const key = (allowed: string[] = []): ApiKey => ({ id: 'k', name: 'k', prefix: 'p', disabled: false, createdAt: 0, expiresAt: null, isAdmin: false, settings: keySettingsSchema.parse({ allowed_models: allowed }) });
+  const key = (allowed: string[] = []): ApiKey => ({ id: 'k', name: 'k', prefix: 'p', disabled: false, createdAt: 0, expiresAt: null, isAdmin: false, settings: keySettingsSchema.parse({ allowed_models: allowed }), team: null });
   const input = (ingress: Record<string, unknown>, req: ChatRequest): GenerationInput => ({ ingress, request: {}, chat: req, stream: false }) as unknown as GenerationInput;
   const chatApi = { ...chatIngress };
   const [emb, bee] = catalog.models.get('test/mixed')!.endpoints as [ResolvedEndpoint, ResolvedEndpoint];

@@ -6,7 +6,7 @@ import type { ResolvedEndpoint } from '../../routing/resolved-endpoint.js';
 import type { PlannedEndpoint } from '../../routing/route-plan.js';
 import { CREDENTIAL_AUTH_COOLDOWN_MS, CREDENTIAL_RATE_LIMIT_COOLDOWN_MS, type ResolvedCredential } from '../../routing/provider-credentials.js';
 import type { RecordedAttempt } from '../../store/generation-row.js';
-import type { CreditLimit } from '../stages/admit.js';
+import { loadCreditSpent, type CreditLimit } from '../stages/admit.js';
 import type { ClientSink } from '../state/client-sink.js';
 import type { ResponseState } from '../state/response-state.js';
 import type { GenerationDraft } from '../state/generation-draft.js';
@@ -37,17 +37,18 @@ export interface AttemptLoopOptions {
   /** The endpoints to try, in order, each with why the router put it there. */
   readonly plan: PlannedEndpoint[];
   readonly prompt: PromptSize;
-  /** The key's credit limit, when it has one: each attempt holds its worst-case cost first. */
-  readonly credit: CreditLimit | undefined;
+  /** The credit limits of the request (key, team, end user; empty for none): each attempt holds its worst-case cost against each first. */
+  readonly credits: readonly CreditLimit[];
 }
 
-/** The credit one attempt holds: picodollars reserved and the reservation's token (nothing held: 0n, ''). */
+/** The credit one attempt holds at one level: picodollars reserved and the reservation's token. */
 interface CreditHold {
+  readonly credit: CreditLimit;
   readonly reserved: bigint;
   readonly token: string;
 }
 
-const NO_HOLD: CreditHold = { reserved: 0n, token: '' };
+const NO_HOLD: readonly CreditHold[] = [];
 
 /**
  * The attempt loop: try the planned endpoints in order until one answers, failing over only
@@ -66,7 +67,7 @@ const NO_HOLD: CreditHold = { reserved: 0n, token: '' };
  *   or `client_closed_request`, when nothing was answered.
  */
 export async function runAttempts(o: AttemptLoopOptions): Promise<void> {
-  const { rt, draft, state, plan, credit } = o;
+  const { rt, draft, state, plan, credits } = o;
   const routing = rt.config.routing;
   let lastError: GatewayError | undefined;
   let skipModel: string | undefined;
@@ -89,14 +90,14 @@ export async function runAttempts(o: AttemptLoopOptions): Promise<void> {
     // A provider with `api_keys`: one of its keys, by weight, among those not cooling.
     const credential = target.credentials === undefined ? undefined : rt.health.credentials.pick(target.credentials, rt.random, failedKeys);
     if (target.credentials !== undefined && credential === undefined) continue;
-    const hold = credit ? await holdCredit(o, credit, target) : NO_HOLD;
+    const hold = credits.length > 0 ? await holdCredit(o, credits, target) : NO_HOLD;
     if (hold instanceof GatewayError) {
       lastError = hold;
       continue;
     }
     if (!rt.health.admit(target.id).ok) {
       // tripped by a concurrent request since planning
-      if (credit) await settleQuietly(rt, credit, hold.reserved, 0n, hold.token);
+      await settleQuietly(rt, hold, 0n);
       continue;
     }
     // The endpoint as called: with the chosen key's provider view (built once with the catalog).
@@ -118,12 +119,12 @@ export async function runAttempts(o: AttemptLoopOptions): Promise<void> {
     }
     const latency = recordAttempt(draft, planned, index, status, err, started, credential?.label);
     if (err === undefined) {
-      if (credit) await settleQuietly(rt, credit, hold.reserved, draft.costPico, hold.token);
+      await settleQuietly(rt, hold, draft.costPico);
       noteAnswered(o, target, latency, started);
       return;
     }
     // A failed attempt costs what it generated (a stream cut after its first byte, or cancelled).
-    if (credit) await settleQuietly(rt, credit, hold.reserved, draft.costPico > costBefore ? draft.costPico - costBefore : 0n, hold.token);
+    await settleQuietly(rt, hold, draft.costPico > costBefore ? draft.costPico - costBefore : 0n);
     const keyFailed = credential !== undefined && noteCredentialFailure(rt, credential, err);
     if (keyFailed) rt.health.release(target.id);
     else noteFailure(rt, target, err, latency);
@@ -195,33 +196,63 @@ function checkBudget(o: AttemptLoopOptions, deadline: number, lastError: Gateway
 }
 
 /**
- * Hold the worst-case cost of one attempt at `target` against the key's credit limit.
+ * Hold the worst-case cost of one attempt at `target` against each of the request's credit
+ * limits (the key's, its team's, the end user's, in that order): a request passes only when
+ * every level can cover it, and settles on each.
  * A quick bound first: the prompt's UTF-8 bytes (a token is at least one byte) and the largest
- * output the endpoint allows. When that is at most 1/{@link QUICK_RESERVATION_SHARE} of the
- * key's limit it is reserved as it is, without running the tokenizer over the prompt (1 ms for
+ * output the endpoint allows. When that is at most 1/{@link QUICK_RESERVATION_SHARE} of a
+ * limit it is reserved as it is, without running the tokenizer over the prompt (1 ms for
  * 16 KB); the reservation is settled to the real cost when the attempt ends. Otherwise, or when
- * the bound does not fit, the tokenizer's estimate makes the exact worst case.
- * @returns the hold, or the `insufficient_credits` error (`param` max_tokens) when the key cannot afford it.
+ * the bound does not fit, the tokenizer's estimate makes the exact worst case. A level that
+ * cannot cover it releases what the levels before it hold.
+ * @returns the holds, or the `insufficient_credits` error (`param` max_tokens, `metadata.level`)
+ *   when a level cannot afford it.
  */
-async function holdCredit(o: AttemptLoopOptions, credit: CreditLimit, target: ResolvedEndpoint): Promise<CreditHold | GatewayError> {
+async function holdCredit(o: AttemptLoopOptions, credits: readonly CreditLimit[], target: ResolvedEndpoint): Promise<CreditHold[] | GatewayError> {
   const { rt, prompt } = o;
   const chat = o.input.chat;
   const bound = worstCaseCost(target, prompt.upperBound, worstCaseOutputTokens(chat, target, 0));
-  if (bound * QUICK_RESERVATION_SHARE <= credit.limitPico) {
-    const q = await rt.limits.reserve(credit.keyId, credit.periodStart, bound, credit.limitPico, () => rt.loadSpent(credit.keyId, credit.periodStart));
-    if (q.ok) return { reserved: bound, token: q.token };
+  const held: CreditHold[] = [];
+  let exact: { promptEstimate: number; outTokens: number; worst: bigint } | undefined;
+  for (const credit of credits) {
+    const load = () => loadCreditSpent(rt, credit);
+    if (bound * QUICK_RESERVATION_SHARE <= credit.limitPico) {
+      const q = await reserveOrRelease(rt, credit, bound, load, held);
+      if (q.ok) {
+        held.push({ credit, reserved: bound, token: q.token });
+        continue;
+      }
+    }
+    if (!exact) {
+      const promptEstimate = prompt.estimate();
+      const outTokens = worstCaseOutputTokens(chat, target, promptEstimate);
+      exact = { promptEstimate, outTokens, worst: worstCaseCost(target, promptEstimate, outTokens) };
+    }
+    const r = await reserveOrRelease(rt, credit, exact.worst, load, held);
+    if (r.ok) {
+      held.push({ credit, reserved: exact.worst, token: r.token });
+      continue;
+    }
+    await settleQuietly(rt, held, 0n);
+    const afford = affordableOutputTokens(target, exact.promptEstimate, r.availablePico);
+    const whose = credit.level === 'key' ? 'the key' : credit.level === 'team' ? "the key's team" : 'this end user';
+    return new GatewayError(
+      'insufficient_credits',
+      `this request requires more credits, or fewer max_tokens: it may use up to ${exact.outTokens} output tokens at ${target.id}, but ${whose} can only afford ${afford}`,
+      { param: 'max_tokens', metadata: { level: credit.level, affordable_output_tokens: afford, requested_output_tokens: exact.outTokens, endpoint: target.id } },
+    );
   }
-  const promptEstimate = prompt.estimate();
-  const outTokens = worstCaseOutputTokens(chat, target, promptEstimate);
-  const worst = worstCaseCost(target, promptEstimate, outTokens);
-  const r = await rt.limits.reserve(credit.keyId, credit.periodStart, worst, credit.limitPico, () => rt.loadSpent(credit.keyId, credit.periodStart));
-  if (r.ok) return { reserved: worst, token: r.token };
-  const afford = affordableOutputTokens(target, promptEstimate, r.availablePico);
-  return new GatewayError(
-    'insufficient_credits',
-    `this request requires more credits, or fewer max_tokens: it may use up to ${outTokens} output tokens at ${target.id}, but the key can only afford ${afford}`,
-    { param: 'max_tokens', metadata: { affordable_output_tokens: afford, requested_output_tokens: outTokens, endpoint: target.id } },
-  );
+  return held;
+}
+
+/** Reserve at one level; when the limit store fails (`limits_unavailable`), release the levels already held and throw. */
+async function reserveOrRelease(rt: GatewayRuntime, credit: CreditLimit, amount: bigint, load: () => Promise<bigint>, held: readonly CreditHold[]) {
+  try {
+    return await rt.limits.reserve(credit.id, credit.periodStart, amount, credit.limitPico, load);
+  } catch (err) {
+    await settleQuietly(rt, held, 0n);
+    throw err;
+  }
 }
 
 /**
@@ -284,14 +315,17 @@ async function runUpstreamAttempt(a: Attempt): Promise<number> {
 }
 
 /**
- * Settle a credit reservation. The answer is already with the client, so a limit store that
- * cannot be reached is logged, not turned into a failure (the spend still reaches the database).
+ * Settle an attempt's credit reservations (at every level it holds) to `actual` picodollars.
+ * The answer is already with the client, so a limit store that cannot be reached is logged,
+ * not turned into a failure (the spend still reaches the database).
  */
-async function settleQuietly(rt: GatewayRuntime, credit: CreditLimit, reserved: bigint, actual: bigint, token: string): Promise<void> {
-  try {
-    await rt.limits.settle(credit.keyId, credit.periodStart, reserved, actual, token);
-  } catch (err) {
-    rt.log.error({ err: (err as Error).message, key: credit.keyId }, 'could not settle a credit reservation');
+async function settleQuietly(rt: GatewayRuntime, holds: readonly CreditHold[], actual: bigint): Promise<void> {
+  for (const h of holds) {
+    try {
+      await rt.limits.settle(h.credit.id, h.credit.periodStart, h.reserved, actual, h.token);
+    } catch (err) {
+      rt.log.error({ err: (err as Error).message, level: h.credit.level, id: h.credit.id }, 'could not settle a credit reservation');
+    }
   }
 }
 

@@ -7,6 +7,7 @@ import type { IngressAdapter, PrepareContext } from '../../ingress/types.js';
 import type { ChatRequest, OpOptions } from '../../core/chat-types.js';
 import { totalTokens } from '../../core/usage-arithmetic.js';
 import type { ApiKey } from '../../store/keys.js';
+import { endUserOf, MAX_END_USER, recordedEndUser, type EndUser } from '../../store/end-users.js';
 import { newGenerationId } from '../../util/ids.js';
 import { resolveAliases } from '../../routing/catalog.js';
 import { resolveModelNames } from '../../routing/model-names.js';
@@ -31,7 +32,7 @@ import type { GatewayRuntime } from '../state/runtime.js';
  * {@link ClientSink}. Exactly one generation record per request, whatever happens.
  */
 export async function serveGeneration(
-  rt: GatewayRuntime, ingress: IngressAdapter, body: unknown, key: ApiKey, requestId: string, sink: ClientSink, headers?: Readonly<Record<string, string>>, cacheHeader?: string,
+  rt: GatewayRuntime, ingress: IngressAdapter, body: unknown, key: ApiKey, requestId: string, sink: ClientSink, headers?: Readonly<Record<string, string>>, cacheHeader?: string, userHeader?: string,
 ): Promise<void> {
   const model = peek(body, 'model');
   const draft = new GenerationDraft(newGenerationId(), requestId, key.isAdmin ? null : key.id, ingress.api, peek(body, 'stream') === true, typeof model === 'string' ? model.slice(0, 200) : '');
@@ -59,11 +60,13 @@ export async function serveGeneration(
   const op = input.chat.op;
   draft.tags = op?.tags ?? [];
   draft.session = op?.session ?? null;
-  draft.retention = op?.retention ?? key.settings.retention ?? rt.config.retention;
+  draft.retention = op?.retention ?? defaultRetention(rt, key);
   if (generationStart.hasSubscribers) generationStart.publish({ draft, chat: input.chat } satisfies GenerationStartEvent);
-  let credit: CreditLimit | undefined;
+  let credits: readonly CreditLimit[];
   try {
-    credit = await admit(rt, key, input.chat, draft);
+    const endUser = endUserOfRequest(input.chat, userHeader);
+    if (endUser) draft.endUser = recordedEndUser(endUser, draft.retention);
+    credits = await admit(rt, key, input.chat, draft, endUser);
   } catch (thrown) {
     refuse(rt, draft, ingress, sink, thrown);
     return;
@@ -75,7 +78,7 @@ export async function serveGeneration(
   if (cache && (await serveCached(rt, input, draft, key, sink, cache, prompt))) return;
   // A pass-through answer is stored as it was relayed (response-cache.ts).
   if (cache) draft.keepRelayed = true;
-  await runGeneration(rt, input, draft, sink, credit, prompt);
+  await runGeneration(rt, input, draft, sink, credits, prompt);
   if (cache) storeInCache(rt, draft, cache);
 }
 
@@ -90,9 +93,35 @@ async function serveCached(rt: GatewayRuntime, input: GenerationInput, draft: Ge
     const state: ResponseState = { headersSent: sink.headersSent, outputStarted: sink.headersSent, clientGone: new ClientGone(), keepAlive: undefined, poolWaitMs: 0 };
     await replyFailure(sink, state, input.ingress, draft, err, input.chat.model, input.request);
   }
-  if (draft.keyId && draft.usage) void rt.limits.addTokens(draft.keyId, totalTokens(draft.usage), Date.now()).catch(() => {});
+  countTokens(rt, draft);
   finishGeneration(rt, draft);
   return true;
+}
+
+/** Add a finished request's tokens to the per-minute token windows of its key (and its team's and end user's, when they have a token limit). */
+function countTokens(rt: GatewayRuntime, draft: GenerationDraft): void {
+  if (!draft.keyId || !draft.usage) return;
+  const tokens = totalTokens(draft.usage);
+  const now = Date.now();
+  void rt.limits.addTokens(draft.keyId, tokens, now).catch(() => {});
+  if (draft.tokenWindows) for (const id of draft.tokenWindows) void rt.limits.addTokens(id, tokens, now).catch(() => {});
+}
+
+/** A key's default retention: its own, else its team's, else the gateway's (`retention`). */
+function defaultRetention(rt: GatewayRuntime, key: ApiKey): 'none' | number {
+  return key.settings.retention ?? key.team?.settings.retention ?? rt.config.retention;
+}
+
+/**
+ * The request's end user: its `user` (Anthropic's `metadata.user_id` is mapped to it), else the
+ * `x-op-user` header; undefined for none.
+ * @throws GatewayError `invalid_request` (param `x-op-user`) for a header longer than {@link MAX_END_USER}.
+ */
+function endUserOfRequest(chat: ChatRequest, header: string | undefined): EndUser | undefined {
+  const id = chat.user ?? header;
+  if (id === undefined || id === '') return undefined;
+  if (id.length > MAX_END_USER) throw new GatewayError('invalid_request', `${chat.user === undefined ? 'x-op-user' : 'user'}: at most ${MAX_END_USER} characters`, { param: chat.user === undefined ? 'x-op-user' : 'user' });
+  return endUserOf(id);
 }
 
 /**
@@ -112,7 +141,7 @@ function withClientSession(ingress: IngressAdapter, request: unknown, chat: Chat
 
 /** What an API's `prepare` step reads: the key, the request's retention, the stored responses. */
 function prepareContext(rt: GatewayRuntime, key: ApiKey, request: unknown): PrepareContext {
-  const retention = (request as { op?: OpOptions }).op?.retention ?? key.settings.retention ?? rt.config.retention;
+  const retention = (request as { op?: OpOptions }).op?.retention ?? defaultRetention(rt, key);
   return { keyId: key.isAdmin ? null : key.id, retention, responses: rt.responses };
 }
 
@@ -132,7 +161,7 @@ function refuse(rt: GatewayRuntime, draft: GenerationDraft, ingress: IngressAdap
  * Serve an admitted request: plan, run the attempts, answer the failure if none answered, and
  * record the generation.
  */
-async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, sink: ClientSink, credit: CreditLimit | undefined, prompt: PromptSize): Promise<void> {
+async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: GenerationDraft, sink: ClientSink, credits: readonly CreditLimit[], prompt: PromptSize): Promise<void> {
   const { chat } = input;
   const state: ResponseState = { headersSent: false, outputStarted: false, clientGone: new ClientGone(), keepAlive: undefined, poolWaitMs: 0 };
   const onClose = () => {
@@ -148,7 +177,7 @@ async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: 
   const keepAliveMs = rt.config.server.keepalive_interval_ms;
   if (input.stream && keepAliveMs > 0) startKeepAlive(sink, state, draft, keepAliveMs, input.ingress.output === 'generation' ? input.ingress.keepAlive : undefined);
   try {
-    await runAttempts({ rt, input, draft, sink, state, plan: planAttempts(rt, input, prompt), prompt, credit });
+    await runAttempts({ rt, input, draft, sink, state, plan: planAttempts(rt, input, prompt), prompt, credits });
   } catch (thrown) {
     const err: GatewayError = gatewayErrorOf(thrown);
     if (err.code === 'internal_error') rt.log.error({ err: thrown, reqId: draft.requestId }, 'internal error');
@@ -162,9 +191,7 @@ async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: 
     stopKeepAlive(state);
     rt.inFlight--;
     rt.metrics.inFlight.dec();
-    if (draft.keyId && draft.usage) {
-      void rt.limits.addTokens(draft.keyId, totalTokens(draft.usage), Date.now()).catch(() => {});
-    }
+    countTokens(rt, draft);
     sink.offClose(onClose);
     await finishGeneration(rt, draft);
     releaseResponse?.();

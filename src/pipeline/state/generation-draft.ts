@@ -50,6 +50,13 @@ export class GenerationDraft implements GenerationRecord {
   providerMetadata: Record<string, unknown> | null = null;
   /** Request and output text, kept only when retention allows. */
   content: { request: unknown; output: unknown } | null = null;
+  /** The app's end user as the record keeps it (store/end-users.ts `recordedEndUser`), or null. */
+  endUser: string | null = null;
+  /**
+   * Limit store ids whose token-per-minute windows count this request's tokens besides the
+   * key's (its team's, its end user's: set by the admit stage). Not part of the record.
+   */
+  tokenWindows: string[] | undefined = undefined;
   /** Answered from the response cache (cost 0). */
   cacheHit = false;
   /**

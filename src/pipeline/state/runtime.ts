@@ -1,3 +1,4 @@
+import type { EndUser } from '../../store/end-users.js';
 import type { LogFn } from 'pino';
 import type { GatewayConfig } from '../../config/schema.js';
 import { adapterFor } from '../../providers/registry.js';
@@ -49,6 +50,10 @@ export interface GatewayRuntime {
   upstreamCalls: LiveUpstreamCalls;
   /** A key's settled spend since `periodStart` (unix ms) from the database, in picodollars: store/usage-queries.ts `loadSpentSince`. */
   loadSpent: (keyId: string, periodStart: number) => Promise<bigint>;
+  /** A team's settled spend since `periodStart` (the sum of its keys'), in picodollars: store/teams.ts `loadTeamSpentSince`. */
+  loadTeamSpent: (teamId: string, periodStart: number) => Promise<bigint>;
+  /** An end user's settled spend with a key since `periodStart`, in picodollars: store/end-users.ts `loadEndUserSpentSince`. */
+  loadEndUserSpent: (keyId: string, endUser: EndUser, periodStart: number) => Promise<bigint>;
   /** Responses API objects kept for `GET /v1/responses/{id}` and `previous_response_id`. */
   responses: StoredResponseStore;
   /** The MCP gateway over `mcp_servers` (`/mcp`, docs/mcp.md): its sessions and upstream connections. */

@@ -30,7 +30,7 @@ export function registerGenerateRoute(app: FastifyInstance, rt: () => GatewayRun
       if (headers && sessions.some((n) => req.headers[n] !== undefined)) Object.assign(headers, pickSessionHeaders(req.raw.rawHeaders, sessions));
       if (hostsMcpTools?.(req.body) && ingress.output === 'generation') return serveMcpToolLoop(rt(), ingress, req.body as Record<string, unknown>, req.apiKey, req.id, new FastifyClientSink(reply), headers);
       // Node joins a repeated x-op-cache into one value, which matches neither true nor false and is ignored.
-      return serveGeneration(rt(), ingress, req.body, req.apiKey, req.id, new FastifyClientSink(reply), headers, req.headers['x-op-cache'] as string | undefined);
+      return serveGeneration(rt(), ingress, req.body, req.apiKey, req.id, new FastifyClientSink(reply), headers, req.headers['x-op-cache'] as string | undefined, req.headers['x-op-user'] as string | undefined);
     },
   });
 }

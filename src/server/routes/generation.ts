@@ -59,6 +59,8 @@ export function generationObject(row: GenerationsTable) {
     time_to_first_token: row.ttft_ms,
     tags: JSON.parse(row.tags) as string[],
     session_id: row.session,
+    /** The app's end user (`user`, `x-op-user`): as sent, or `sha256:<hash>` when retention is `none`; null for none. */
+    user: row.end_user ?? null,
     retention: row.retention === 'none' ? 'none' : Number(row.retention),
     provider_responses: detail.attempts,
     routing_reason: detail.routing_reason ?? null,

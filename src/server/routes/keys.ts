@@ -1,8 +1,7 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
-import { z, type ZodIssue } from 'zod';
+import { z } from 'zod';
 import { picoToUsdString } from '../../accounting/cost.js';
-import { formatPath } from '../../config/load.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
 import { usdToPico } from '../../limits/credit.js';
@@ -10,28 +9,16 @@ import { periodStart } from '../../limits/limit-store.js';
 import { keySettingsSchema, type KeySettings } from '../../store/key-settings.js';
 import { createKey, deleteKey, getKey, listKeys, updateKey, type ApiKey } from '../../store/keys.js';
 import type { Database } from '../../store/schema.js';
-import { unknownModelIds } from '../../routing/catalog.js';
+import { resolveTeamRef } from '../../store/teams.js';
 import type { KeyResolver } from '../auth.js';
-
-const usd = z.union([
-  z.number().min(0).max(1e12).refine((n) => Number(n.toFixed(6)) === n, 'must have at most 6 decimals'),
-  z.string().regex(/^\d{1,12}(\.\d{1,6})?$/, 'must be a non-negative decimal with at most 6 decimals'),
-]);
-const toUsdString = (v: number | string): string => (typeof v === 'number' ? picoToUsdString(usdToPico(v)) : v);
-
-const rateLimit = z
-  .object({
-    requests_per_minute: z.number().int().min(1).max(1_000_000_000).nullable().optional(),
-    tokens_per_minute: z.number().int().min(1).max(1_000_000_000_000).nullable().optional(),
-  })
-  .strict();
+import { checkAllowedModels, limitReset, parseBody, rateLimit, requireAdmin, retention, toUsdString, usd } from './admin-input.js';
 
 /** Body of `POST /v1/keys` and `PATCH /v1/keys/{id}` (OpenRouter field names where they exist). */
 const keyBody = z
   .object({
     name: z.string().min(1).max(200),
     limit: usd.nullable().optional(),
-    limit_reset: z.enum(['daily', 'weekly', 'monthly', 'never']).nullable().optional(),
+    limit_reset: limitReset.nullable().optional(),
     disabled: z.boolean().optional(),
     expires_at: z.string().datetime({ offset: true }).nullable().optional(),
     rate_limit: rateLimit.nullable().optional(),
@@ -39,24 +26,19 @@ const keyBody = z
     /** MCP tool patterns (`server__tool`, `server__get_*`, `server`): see store/key-settings.ts. */
     allowed_tools: keySettingsSchema.shape.allowed_tools.removeDefault().optional(),
     max_tools: keySettingsSchema.shape.max_tools.removeDefault().optional(),
-    retention: z.union([z.literal('none'), z.number().int().min(0).max(36_500)]).nullable().optional(),
+    retention: retention.nullable().optional(),
+    /** The team (its id or name); null = none. Its budget, rate limits and allowed models apply too. */
+    team: z.string().min(1).max(200).nullable().optional(),
+    /** Caps on each end user (`user`, `x-op-user`) of the key; null = none. */
+    end_user_limits: z
+      .object({ requests_per_minute: z.number().int().min(1).max(1_000_000_000).nullable().optional(), tokens_per_minute: z.number().int().min(1).max(1_000_000_000_000).nullable().optional(), usd_per_day: usd.nullable().optional() })
+      .strict()
+      .nullable()
+      .optional(),
     /** Cache every answer of the key: true, or a TTL in seconds; null/false = only when asked. */
     cache: z.union([z.boolean(), z.number().int().min(1).max(30 * 86_400)]).nullable().optional(),
   })
   .strict();
-
-function badRequest(issues: ZodIssue[]): GatewayError {
-  const issue = issues[0]!;
-  const param = issue.path.length ? formatPath(issue.path) : null;
-  const message = issue.code === 'unrecognized_keys' ? `unknown field ${issue.keys.join(', ')}` : issue.message;
-  return new GatewayError('invalid_request', param ? `${param}: ${message}` : message, { param: issue.code === 'unrecognized_keys' ? issue.keys[0]! : param });
-}
-
-function parseBody<T extends z.ZodTypeAny>(schema: T, body: unknown): z.infer<T> {
-  const r = schema.safeParse(body ?? {});
-  if (!r.success) throw badRequest(r.error.issues);
-  return r.data;
-}
 
 function mergeSettings(current: KeySettings, b: Partial<z.infer<typeof keyBody>>): KeySettings {
   return keySettingsSchema.parse({
@@ -68,21 +50,24 @@ function mergeSettings(current: KeySettings, b: Partial<z.infer<typeof keyBody>>
     max_tools: b.max_tools === undefined ? current.max_tools : b.max_tools,
     retention: b.retention === undefined ? current.retention : b.retention,
     cache: b.cache === undefined ? current.cache : b.cache,
+    end_user_limits: b.end_user_limits === undefined ? current.end_user_limits : b.end_user_limits === null ? {} : mergeEndUserLimits(current.end_user_limits, b.end_user_limits),
   });
 }
 
-/** Refuse `allowed_models` entries that name no model of the catalog (400 naming the entry). */
-function checkAllowedModels(rt: GatewayRuntime, ids: readonly string[] | undefined): void {
-  const unknown = unknownModelIds(ids ?? [], rt.catalog);
-  if (unknown.length === 0) return;
-  const first = unknown[0]!;
-  const known = [...rt.catalog.models.keys()];
-  const names = unknown.map((u) => JSON.stringify(u.id)).join(', ');
-  throw new GatewayError('invalid_request', `allowed_models[${first.index}]: no model ${names} in the catalog (known: ${known.join(', ') || 'none configured'})`, { param: `allowed_models[${first.index}]` });
+function mergeEndUserLimits(current: KeySettings['end_user_limits'], b: NonNullable<z.infer<typeof keyBody>['end_user_limits']>): KeySettings['end_user_limits'] {
+  const perDay = b.usd_per_day === undefined ? current.usd_per_day : b.usd_per_day === null ? null : toUsdString(b.usd_per_day);
+  return { requests_per_minute: b.requests_per_minute === undefined ? current.requests_per_minute : b.requests_per_minute, tokens_per_minute: b.tokens_per_minute === undefined ? current.tokens_per_minute : b.tokens_per_minute, usd_per_day: perDay };
 }
 
-function requireAdmin(req: FastifyRequest): void {
-  if (!req.apiKey.isAdmin) throw new GatewayError('admin_key_required', 'key management needs the admin key (OP_ADMIN_KEY)');
+/**
+ * The team id a body's `team` names (its id or name): undefined when absent, null for none.
+ * @throws GatewayError `invalid_request` (param `team`) when no team has that id or name.
+ */
+async function teamOf(db: Kysely<Database>, team: string | null | undefined): Promise<string | null | undefined> {
+  if (team === undefined || team === null) return team;
+  const found = await resolveTeamRef(db, team);
+  if (!found) throw new GatewayError('invalid_request', `team: no team ${JSON.stringify(team)} (create it with POST /v1/teams)`, { param: 'team' });
+  return found.id;
 }
 
 /** Spend of a key (USD strings) for its limit period and the usual windows. */
@@ -141,6 +126,8 @@ async function keyObject(rt: GatewayRuntime, key: ApiKey, fresh = false) {
     max_tools: s.max_tools,
     retention: s.retention,
     cache: s.cache,
+    team: key.team?.id ?? null,
+    end_user_limits: s.end_user_limits,
     expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString(),
     created_at: new Date(key.createdAt).toISOString(),
     ...usage,
@@ -214,7 +201,8 @@ export function registerKeyRoutes(app: FastifyInstance, rt: () => GatewayRuntime
     checkAllowedModels(rt(), body.allowed_models);
     const settings = mergeSettings(keySettingsSchema.parse({}), body);
     const expires = body.expires_at ? Date.parse(body.expires_at) : null;
-    const { key, secret } = await createKey(db, body.name, expires, settings);
+    const teamId = await teamOf(db, body.team);
+    const { key, secret } = await createKey(db, body.name, expires, settings, teamId ?? null);
     // The secret is shown only in this answer: a key whose answer cannot be sent is removed
     // again, and the answer needs nothing that can fail (no limit store: a new key spent nothing).
     try {
@@ -244,7 +232,9 @@ export function registerKeyRoutes(app: FastifyInstance, rt: () => GatewayRuntime
     const current = await loadOr404(req.params.id);
     const body = parseBody(keyBody.partial(), req.body);
     checkAllowedModels(rt(), body.allowed_models);
+    const teamId = await teamOf(db, body.team);
     const updated = await updateKey(db, current.id, {
+      teamId,
       name: body.name,
       disabled: body.disabled,
       expiresAt: body.expires_at === undefined ? undefined : body.expires_at === null ? null : Date.parse(body.expires_at),

@@ -73,7 +73,18 @@ function keyFilter(query: Query, key: ApiKey): string | null | undefined {
   return asked;
 }
 
-const USAGE_PARAMS = ['from', 'to', 'bucket', 'group_by', 'model', 'provider', 'key_id', 'tag'] as const;
+/**
+ * The `team` a usage query reads (its id): the admin key may name any; another key only its
+ * own team (its own requests are implied anyway).
+ */
+function teamFilter(query: Query, key: ApiKey): string | undefined {
+  const asked = text(query, 'team');
+  if (asked === undefined || key.isAdmin) return asked;
+  if (asked !== key.team?.id) throw new GatewayError('not_found', `no team ${JSON.stringify(asked)} visible to this key`, { param: 'team' });
+  return asked;
+}
+
+const USAGE_PARAMS = ['from', 'to', 'bucket', 'group_by', 'model', 'provider', 'key_id', 'tag', 'team'] as const;
 const SEARCH_PARAMS = ['model', 'provider', 'status', 'key_id', 'tag', 'session', 'from', 'to', 'limit', 'cursor'] as const;
 
 /**
@@ -104,6 +115,7 @@ export function registerUsageRoutes(app: FastifyInstance, _rt: () => GatewayRunt
       provider: text(q, 'provider'),
       keyId: keyFilter(q, req.apiKey),
       tag: text(q, 'tag'),
+      teamId: teamFilter(q, req.apiKey),
     });
   });
 
