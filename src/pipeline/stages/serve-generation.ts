@@ -115,13 +115,18 @@ function defaultRetention(rt: GatewayRuntime, key: ApiKey): 'none' | number {
 /**
  * The request's end user: its `user` (Anthropic's `metadata.user_id` is mapped to it), else the
  * `x-op-user` header; undefined for none.
+ * A `user` longer than {@link MAX_END_USER} is known as `sha256:<hash>`.
  * @throws GatewayError `invalid_request` (param `x-op-user`) for a header longer than {@link MAX_END_USER}.
  */
 function endUserOfRequest(chat: ChatRequest, header: string | undefined): EndUser | undefined {
   const id = chat.user ?? header;
   if (id === undefined || id === '') return undefined;
-  if (id.length > MAX_END_USER) throw new GatewayError('invalid_request', `${chat.user === undefined ? 'x-op-user' : 'user'}: at most ${MAX_END_USER} characters`, { param: chat.user === undefined ? 'x-op-user' : 'user' });
-  return endUserOf(id);
+  if (id.length <= MAX_END_USER) return endUserOf(id);
+  // The body's `user` has no documented bound (OpenAI's): it still goes upstream as sent, and a
+  // longer one is known by its hash. The gateway's own header is bounded.
+  if (chat.user === undefined) throw new GatewayError('invalid_request', `x-op-user: at most ${MAX_END_USER} characters`, { param: 'x-op-user' });
+  const long = endUserOf(id);
+  return { id: `sha256:${long.hash}`, hash: long.hash };
 }
 
 /**
