@@ -37,9 +37,9 @@ describe('@google/genai against the Gemini API ingress', () => {
         { id: 'oa', kind: 'openai', base_url: openai.url, api_key: 'sk-upstream' },
       ],
       models: [
-        { id: 'gemini-3-pro-preview', context_length: 100_000, endpoints: [{ provider: 'gem', upstream_model: 'gemini-3-pro-preview', supported_parameters: PARAMS, pricing: { prompt: 1, completion: 2 } }] },
+        { id: 'google/gemini-3-pro-preview', aliases: ['gemini-3-pro-preview'], context_length: 100_000, endpoints: [{ provider: 'gem', upstream_model: 'gemini-3-pro-preview', supported_parameters: PARAMS, pricing: { prompt: 1, completion: 2 } }] },
         { id: 'openai/gpt-x', context_length: 100_000, aliases: ['gemini-2.5-pro'], endpoints: [{ provider: 'oa', upstream_model: 'gpt-up', supported_parameters: PARAMS, pricing: { prompt: 1, completion: 2 } }] },
-        { id: 'gemini-embedding-001', context_length: 2048, endpoints: [{ provider: 'gem', upstream_model: 'gemini-embedding-001', embeddings: true, pricing: { prompt: 1, completion: 0 } }] },
+        { id: 'google/gemini-embedding-001', aliases: ['gemini-embedding-001'], context_length: 2048, endpoints: [{ provider: 'gem', upstream_model: 'gemini-embedding-001', embeddings: true, pricing: { prompt: 1, completion: 0 } }] },
         { id: 'openai/embed', context_length: 8192, endpoints: [{ provider: 'oa', upstream_model: 'text-embed', embeddings: true, pricing: { prompt: 1, completion: 0 } }] },
       ],
     });
@@ -47,9 +47,9 @@ describe('@google/genai against the Gemini API ingress', () => {
     ai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: gw.origin } });
   });
   after(async () => {
-    await gw.close();
-    await gemini.close();
-    await openai.close();
+    await gw?.close();
+    await gemini?.close();
+    await openai?.close();
   });
 
   describe('translated to an OpenAI-compatible upstream', () => {
@@ -70,12 +70,12 @@ describe('@google/genai against the Gemini API ingress', () => {
       assert.deepEqual(body.messages, [{ role: 'system', content: 'Be brief' }, { role: 'user', content: 'Say hello' }]);
       assert.equal(body.temperature, 0.3);
       assert.equal(body.top_p, 0.9);
-      assert.equal(body.max_tokens, 64);
+      assert.equal(body.max_completion_tokens ?? body.max_tokens, 64);
       assert.deepEqual(body.stop, ['END']);
       const record = await lastGeneration(gw);
       assert.equal(res.responseId, record.id);
       assert.equal(record.api, 'gemini');
-      assert.equal(record.model, 'openai/gpt-x');
+      assert.equal(record.served_model, 'openai/gpt-x');
       assert.equal(record.prompt_tokens, 11);
       assert.ok(JSON.stringify(record.detail.warnings).includes('safetySettings left out'), JSON.stringify(record.detail.warnings));
     });
