@@ -4,4 +4,4 @@
  * `ProviderAdapter.native`). Declared here, below both ingress/ and providers/, so a provider
  * can name the API it serves natively; ingress/types.ts re-exports it.
  */
-export type ClientApi = 'chat' | 'completions' | 'embeddings' | 'messages' | 'responses';
+export type ClientApi = 'chat' | 'completions' | 'embeddings' | 'messages' | 'responses' | 'gemini' | 'gemini-embeddings';

@@ -3,6 +3,8 @@ import { completionsIngress } from './openai/completions/completions-adapter.js'
 import { embeddingsIngress } from './openai/embeddings/embeddings-adapter.js';
 import { messagesIngress } from './anthropic/messages/messages-adapter.js';
 import { responsesIngress } from './openai/responses/responses-adapter.js';
+import { geminiIngress } from './google/gemini/gemini-adapter.js';
+import { geminiEmbeddingsIngress } from './google/gemini/gemini-embeddings-adapter.js';
 import type { ApiRoute, ClientApi, IngressAdapter, ModelListShape } from './types.js';
 
 /**
@@ -10,7 +12,7 @@ import type { ApiRoute, ClientApi, IngressAdapter, ModelListShape } from './type
  * and hands each request to the pipeline with its adapter. Adding an API is a folder under
  * ingress/ and a line here.
  */
-export const INGRESS_ADAPTERS: readonly IngressAdapter[] = [chatIngress, completionsIngress, embeddingsIngress, messagesIngress, responsesIngress];
+export const INGRESS_ADAPTERS: readonly IngressAdapter[] = [chatIngress, completionsIngress, embeddingsIngress, messagesIngress, responsesIngress, geminiIngress, geminiEmbeddingsIngress];
 
 /** A declared route with the API it belongs to. */
 export interface IngressRoute extends ApiRoute {
@@ -18,11 +20,12 @@ export interface IngressRoute extends ApiRoute {
 }
 
 /**
- * Every route of every client API, in registry order: each API's `POST path` (`generate`), then
- * its own {@link IngressAdapter.routes}.
+ * Every route of every client API, in registry order: each API's `POST path` (`generate`, unless
+ * its own routes declare their `generate` routes: Gemini's custom methods), then its own
+ * {@link IngressAdapter.routes}.
  */
 export const API_ROUTES: readonly IngressRoute[] = INGRESS_ADAPTERS.flatMap((ingress): IngressRoute[] => [
-  { ingress, method: 'POST', path: ingress.path, operation: 'generate', access: 'key' },
+  ...(ingress.routes?.some((r) => r.operation === 'generate') ? [] : [{ ingress, method: 'POST', path: ingress.path, operation: 'generate', access: 'key' } as const]),
   ...(ingress.routes ?? []).map((r) => ({ ...r, ingress })),
 ]);
 
@@ -32,9 +35,22 @@ export const isStaticPath = (path: string): boolean => !path.includes(':') && !p
 // Sub-routes of an API (`/v1/messages/count_tokens`) answer errors in its envelope too.
 const byPath = new Map<string, IngressAdapter>(API_ROUTES.filter((r) => isStaticPath(r.path)).map((r) => [r.path, r.ingress]));
 
-/** The adapter owning a route path (no query string; a declared path without parameters), or undefined. */
+/** Custom-method routes (`…/models/*` with an action) by the path before the wildcard; and the adapters' own prefixes. */
+const byAction: ReadonlyArray<readonly [string, IngressAdapter]> = [
+  ...API_ROUTES.filter((r) => r.action !== undefined).map((r) => [r.path.slice(0, -1), r.ingress] as const),
+  ...INGRESS_ADAPTERS.flatMap((a) => (a.pathPrefixes ?? []).map((p) => [p, a] as const)),
+];
+
+/**
+ * The adapter owning a route path (no query string): a declared path without parameters, a
+ * custom-method path (`/v1/models/x:generateContent`: a declared wildcard path whose rest holds
+ * `:`), or a path under an adapter's `pathPrefixes`; else undefined.
+ */
 export function ingressForPath(path: string): IngressAdapter | undefined {
-  return byPath.get(path);
+  const owner = byPath.get(path);
+  if (owner !== undefined || byAction.length === 0) return owner;
+  for (const [prefix, ingress] of byAction) if (path.startsWith(prefix) && (path.includes(':', prefix.length) || ingress.pathPrefixes?.includes(prefix))) return ingress;
+  return undefined;
 }
 
 const byApi = new Map<ClientApi, IngressAdapter>(INGRESS_ADAPTERS.map((a) => [a.api, a]));

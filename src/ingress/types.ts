@@ -24,9 +24,11 @@ export type { ClientApi } from '../core/client-api.js';
  * operation, which reads what is API-specific from the adapter:
  * - `generate`: the request goes through the pipeline (the API's main `POST`);
  * - `count-tokens`: the prompt's input tokens (Messages' `count_tokens`);
- * - `get-response` / `delete-response`: a stored response by its `:id` ({@link StoredResponseShapes}).
+ * - `get-response` / `delete-response`: a stored response by its `:id` ({@link StoredResponseShapes});
+ * - `list-models` / `get-model`: the catalog in the API's own shape ({@link ModelListShape}; the
+ *   model of `get-model` is the path's wildcard).
  */
-export type ApiOperation = 'generate' | 'count-tokens' | 'get-response' | 'delete-response';
+export type ApiOperation = 'generate' | 'count-tokens' | 'get-response' | 'delete-response' | 'list-models' | 'get-model';
 
 /**
  * One route of a client API, as data (ingress/ never imports the HTTP server). A path without
@@ -40,6 +42,19 @@ export interface ApiRoute {
   readonly operation: ApiOperation;
   /** Who may call it (server/route-auth.ts `RouteAccess`): every API route needs a key. */
   readonly access: 'key';
+  /**
+   * Google's custom method (AIP-136): the path ends in `*`, whose value is `<resource>:<action>`
+   * (`/v1beta/models/gemini-2.5-pro:generateContent`, the resource may hold slashes); the server
+   * serves every action of one wildcard path from one route and dispatches on it.
+   */
+  readonly action?: string;
+  /** The key may also come as the `key` query parameter (Google's APIs); it is never logged. */
+  readonly keyInQuery?: boolean;
+  /**
+   * The body the operation receives, from the client's body and the URL (Gemini: the model and
+   * the stream flag are in the path). Unset: the client's body.
+   */
+  requestBody?(body: unknown, url: { resource: string; action: string; query: Readonly<Record<string, unknown>> }): unknown;
 }
 
 /**
@@ -67,6 +82,8 @@ export interface ModelListShape {
    * @throws GatewayError `invalid_request` for a bad query parameter.
    */
   body(models: readonly ModelConfig[], query: Readonly<Record<string, string | undefined>>): unknown;
+  /** One model in this shape (the API's `get-model` route). */
+  one?(model: ModelConfig): unknown;
 }
 
 /** Identity shared by a response and every event of its stream. `created` is Unix seconds. */
@@ -150,6 +167,11 @@ interface IngressAdapterBase<Req> {
    * input): a `context_length_exceeded` refusal names `param` and says `subject` does not fit.
    */
   readonly contextMeasure?: { readonly param: string; readonly subject: string };
+  /**
+   * Path prefixes whose errors outside the pipeline (auth, 404s) answer in this API's envelope,
+   * besides its static paths and its custom-method paths (Gemini: `/v1beta/`).
+   */
+  readonly pathPrefixes?: readonly string[];
   /** The stored responses this API serves (Responses), for its `get-response` / `delete-response` routes. */
   readonly storedResponses?: StoredResponseShapes;
   /** The catalog in this API's own list shape (Anthropic), for `GET /v1/models`. */
@@ -196,6 +218,17 @@ export interface GenerationIngress<Req = unknown> extends IngressAdapterBase<Req
   createStreamEncoder(ident: ResponseIdentity, req: Req): StreamEncoder;
   /** The non-streamed response body; `costUsd` in USD. */
   responseBody(ident: ResponseIdentity, result: ChatResult, usage: Usage, costUsd: number, req: Req): unknown;
+  /**
+   * The API's own `count-tokens` route (Gemini's `countTokens`; unset: Messages' `count_tokens`
+   * shapes): the request of a count, and the body of its answer (`count`: input tokens).
+   */
+  readonly countTokens?: { parse(body: unknown): Req; body(count: number): unknown };
+  /**
+   * A stream of this request framed otherwise than Server-Sent Events (Gemini without
+   * `alt=sse`: one JSON array): its `content-type` and what it writes while it waits for its
+   * first content; undefined (or unset) for SSE.
+   */
+  streamFraming?(req: Req): { contentType: string; keepAlive: string } | undefined;
   /** What a stream writes while it waits for its first content; default an SSE comment. */
   readonly keepAlive?: string;
   /**
@@ -255,8 +288,8 @@ export interface EmbeddingIngress<Req = unknown> extends IngressAdapterBase<Req>
   readonly output: 'embeddings';
   /** The internal embeddings request (what the upstream calls carry). */
   toEmbeddingRequest(req: Req): EmbeddingRequest;
-  /** The response body; `model` is the catalog model that answered, `costUsd` in USD. */
-  embeddingBody(model: string, result: EmbeddingResult, usage: Usage, costUsd: number): unknown;
+  /** The response body; `model` is the catalog model that answered, `costUsd` in USD, `req` the validated request. */
+  embeddingBody(model: string, result: EmbeddingResult, usage: Usage, costUsd: number, req: Req): unknown;
 }
 
 /** One client API; `output` tells which pipeline path serves it. */

@@ -107,6 +107,12 @@ export interface NativeLane<Req = unknown> {
    * provider's parser still reads usage and errors from it.
    */
   readonly relayUpstream?: boolean;
+  /**
+   * Whether a stream of this request is relayed as the upstream's events (with
+   * {@link relayUpstream}); false has the API's encoder write it from the parsed events (the
+   * Gemini API's streamed JSON array, from the upstream's SSE). Unset: always.
+   */
+  relaysStream?(req: Req): boolean;
   /** The endpoint flag this lane needs; unset: every endpoint of the kind serves it. */
   readonly requires?: EndpointCapability;
   /**

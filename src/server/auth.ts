@@ -142,19 +142,26 @@ export class KeyResolver {
 }
 
 /**
- * The secret a request carries: `Authorization: Bearer` or `x-api-key`.
+ * The secret a request carries: `Authorization: Bearer`, `x-api-key` (Anthropic's clients),
+ * `x-goog-api-key` (Google's), or on a route with `keyInQuery` (the Gemini API) the `key` query
+ * parameter. An empty header counts as absent (the Gemini CLI in gateway mode sends an empty
+ * `x-goog-api-key` beside the real key in a custom header).
  * @throws GatewayError `missing_api_key`.
  */
 function secretOf(req: FastifyRequest): string {
-    const header = req.headers.authorization;
-    const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-    // Anthropic's clients send `x-api-key` (Claude Code with ANTHROPIC_API_KEY).
-    const apiKeyHeader = req.headers['x-api-key'];
-    const secret = match ? match[1]! : typeof apiKeyHeader === 'string' && apiKeyHeader.trim() !== '' ? apiKeyHeader.trim() : undefined;
-    if (secret === undefined) {
-      throw new GatewayError('missing_api_key', 'send your key as "Authorization: Bearer <key>" (or "x-api-key: <key>"); create one with `opinference keys create --name <name>`');
-    }
-    return secret;
+  const header = req.headers.authorization;
+  const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+  if (match) return match[1]!;
+  const secret = headerSecret(req.headers['x-api-key']) ?? headerSecret(req.headers['x-goog-api-key']) ?? (req.routeOptions?.config?.keyInQuery === true ? headerSecret((req.query as Record<string, unknown> | undefined)?.key) : undefined);
+  if (secret === undefined) {
+    throw new GatewayError('missing_api_key', 'send your key as "Authorization: Bearer <key>" (or "x-api-key: <key>"); create one with `opinference keys create --name <name>`');
+  }
+  return secret;
+}
+
+/** A non-empty, trimmed header or query value. */
+function headerSecret(v: unknown): string | undefined {
+  return typeof v === 'string' && v.trim() !== '' ? v.trim() : undefined;
 }
 
 /**

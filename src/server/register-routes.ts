@@ -55,6 +55,14 @@ export function fromFastifyError(err: unknown): GatewayError {
   }
 }
 
+/**
+ * A request URL as the log line shows it: the value of a `key` query parameter (the Gemini API's
+ * `?key=`) replaced by `REDACTED`, so no key is ever logged.
+ */
+export function loggedUrl(url: string): string {
+  return url.includes('key=') ? url.replace(/([?&]key=)[^&#]*/gi, '$1REDACTED') : url;
+}
+
 /** What {@link registerRoutes} serves from. */
 export interface RouteDeps {
   rt: () => GatewayRuntime;
@@ -104,7 +112,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): () => Reg
   const overload = installOverload(app, rt);
   const routes = installRouteAuth(app, { keys, metricsAuth: () => rt().config.server.metrics_auth });
   app.addHook('onResponse', (req, reply, next) => {
-    if ((req.log as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled?.('info') !== false) req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+    if ((req.log as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled?.('info') !== false) req.log.info({ method: req.method, url: loggedUrl(req.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
     next();
   });
 

@@ -16,6 +16,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Who may call this route (see {@link RouteAccess}); `key` when unset. */
     access?: RouteAccess;
+    /** The key may come as the `key` query parameter (the Gemini API's routes); never logged. */
+    keyInQuery?: boolean;
   }
 }
 

@@ -141,7 +141,7 @@ function subscribeTraces(tracer: Tracer, config: TelemetryConfig, on: (name: str
   };
   on('tracing:fastify.request.handler:start', (store: FastifyStore) => {
     const { request } = store;
-    const route = request.routeOptions.url ?? request.url;
+    const route = request.routeOptions.url ?? request.url.split('?')[0]!;
     if (UNTRACED.has(route)) return;
     const parent = propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter);
     const span = tracer.startSpan(`${request.method} ${route}`, {

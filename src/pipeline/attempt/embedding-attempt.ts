@@ -84,7 +84,7 @@ export async function embedAttempt(a: Attempt, ingress: EmbeddingIngress): Promi
   keepRecordText(draft, input, { vectors: embeddings.length });
   draft.markFirstToken();
   state.outputStarted = true;
-  a.sink.send(200, responseHeaders(draft), ingress.embeddingBody(target.model.id, { embeddings, usage: metered }, metered, costUsd));
+  a.sink.send(200, responseHeaders(draft), ingress.embeddingBody(target.model.id, { embeddings, usage: metered }, metered, costUsd, input.request));
   return status;
 }
 

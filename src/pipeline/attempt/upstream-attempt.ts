@@ -241,7 +241,7 @@ export async function streamAttempt(a: Attempt, ingress: GenerationIngress, call
     } else {
       const transform = adapter.createStreamTransform(a.lane.operation);
       streamTransform = transform;
-      relay.raw = a.lane.relayUpstream === true;
+      relay.raw = a.lane.relayUpstream === true && (a.lane.relaysStream?.(a.input.request) ?? true);
       // One await per upstream read (and per part only when the client's socket is full); the
       // events of a read are parsed and relayed synchronously.
       // The call's framing picks the reader: SSE for every kind but Bedrock's binary event stream.

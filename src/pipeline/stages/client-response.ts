@@ -38,7 +38,7 @@ export function sendStreamHeaders(sink: ClientSink, state: ResponseState, draft:
   if (state.headersSent) return;
   state.headersSent = true;
   sink.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
+    'content-type': state.streamContentType ?? 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
     connection: 'keep-alive',
     'x-accel-buffering': 'no',

@@ -3,6 +3,8 @@ import { checkBodyBounds } from '../../ingress/body-bounds.js';
 import { convertMessagesToChat } from '../../ingress/anthropic/messages/convert-messages-to-chat.js';
 import { parseCountTokensRequest } from '../../ingress/anthropic/messages/messages-request-schema.js';
 import type { UpstreamCall } from '../../providers/types.js';
+import type { IngressAdapter } from '../../ingress/types.js';
+import type { ChatRequest } from '../../core/chat-types.js';
 import type { ResolvedEndpoint } from '../../routing/resolved-endpoint.js';
 import { UpstreamExchange } from '../../upstream/upstream-exchange.js';
 import { resolveAliases } from '../../routing/catalog.js';
@@ -29,7 +31,9 @@ export interface TokenCount {
 const DEFAULT_COUNT_TIMEOUT_MS = 30_000;
 
 /**
- * Count the input tokens of a Messages request (`POST /v1/messages/count_tokens`) for the
+ * Count the input tokens of a Messages request (`POST /v1/messages/count_tokens`) — or of the
+ * request of another API that declares its own `countTokens` (Gemini's `:countTokens`: its
+ * request, its native lane's count) — for the
  * endpoint the router would try first: its own count when its provider's Messages native lane
  * counts (`countTokens`: an `anthropic` endpoint's `POST …/v1/messages/count_tokens`, the
  * client's `anthropic-*` headers forwarded),
@@ -42,19 +46,29 @@ const DEFAULT_COUNT_TIMEOUT_MS = 30_000;
  * @see https://docs.anthropic.com/en/api/messages-count-tokens
  */
 export async function countMessagesTokens(
-  rt: GatewayRuntime, body: unknown, key: ApiKey, headers: Readonly<Record<string, string>>, rateHeaders: Record<string, string>,
+  rt: GatewayRuntime, body: unknown, key: ApiKey, headers: Readonly<Record<string, string>>, rateHeaders: Record<string, string>, ingress?: IngressAdapter,
 ): Promise<TokenCount> {
   const server = rt.config.server;
-  checkBodyBounds(body, 'messages', { maxMessages: server.max_messages, maxContentParts: server.max_content_parts });
-  const req = parseCountTokensRequest(body);
-  const chat = resolveAliases(rt.catalog, { ...convertMessagesToChat(req).chat, stream: false });
+  const own = ingress?.output === 'generation' ? ingress.countTokens : undefined;
+  checkBodyBounds(body, own ? ingress!.api : 'messages', { maxMessages: server.max_messages, maxContentParts: server.max_content_parts });
+  let req: { model: string };
+  let converted: ChatRequest;
+  if (own) {
+    req = own.parse(body) as { model: string };
+    converted = ingress!.toChat(req);
+  } else {
+    const messages = parseCountTokensRequest(body);
+    req = messages;
+    converted = convertMessagesToChat(messages).chat;
+  }
+  const chat = resolveAliases(rt.catalog, { ...converted, stream: false });
   resolveModelNames(chat, rt.catalog, rt.config);
   await admitWithoutCredit(rt, key, chat, rateHeaders);
   const prompt = new PromptSize(chat.messages, chat.tools);
   const planned = planRoute(chat, { catalog: rt.catalog, health: rt.health, random: rt.random }, prompt).endpoints[0]!.target;
   // A provider with `api_keys`: counted with one of its keys not cooling, by weight.
   const first = (planned.credentials === undefined ? undefined : rt.health.credentials.pick(planned.credentials, rt.random))?.target ?? planned;
-  const lane = runtimeAdapter(rt, first.provider).native.messages;
+  const lane = runtimeAdapter(rt, first.provider).native[own ? ingress!.api : 'messages'];
   const count = lane?.countTokens;
   if (count !== undefined) {
     try {

@@ -180,7 +180,10 @@ async function runGeneration(rt: GatewayRuntime, input: GenerationInput, draft: 
   rt.inFlight++;
   rt.metrics.inFlight.inc();
   const keepAliveMs = rt.config.server.keepalive_interval_ms;
-  if (input.stream && keepAliveMs > 0) startKeepAlive(sink, state, draft, keepAliveMs, input.ingress.output === 'generation' ? input.ingress.keepAlive : undefined);
+  // A stream framed otherwise than SSE (Gemini's streamed JSON array) has its own type and keep-alive.
+  const framing = input.stream && input.ingress.output === 'generation' ? input.ingress.streamFraming?.(input.request) : undefined;
+  if (framing) state.streamContentType = framing.contentType;
+  if (input.stream && keepAliveMs > 0) startKeepAlive(sink, state, draft, keepAliveMs, framing?.keepAlive ?? (input.ingress.output === 'generation' ? input.ingress.keepAlive : undefined));
   try {
     await runAttempts({ rt, input, draft, sink, state, plan: planAttempts(rt, input, prompt), prompt, credits });
   } catch (thrown) {

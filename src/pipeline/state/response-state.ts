@@ -36,6 +36,8 @@ export interface ResponseState {
   keepAlive: NodeJS.Timeout | undefined;
   /** Time the current attempt waited for a local connection slot, in ms (not the upstream's time). */
   poolWaitMs: number;
+  /** The stream's `content-type` when it is not Server-Sent Events (the API's `streamFraming`). */
+  streamContentType?: string;
   /** The upstream call in flight, cancelled at once when the client goes away. */
   upstream?: { abort(reason: Error): void } | undefined;
 }

@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { API_ROUTES, type IngressRoute } from '../../ingress/registry.js';
 import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
 import { registerCountTokensRoute } from './count-tokens.js';
+import { registerCustomMethodRoutes } from './custom-methods.js';
+import { registerModelShapeRoute } from './model-shapes.js';
 import { registerGenerateRoute } from './generate.js';
 import { registerDeleteResponseRoute, registerGetResponseRoute } from './stored-responses.js';
 
@@ -16,6 +18,9 @@ function registerApiRoute(app: FastifyInstance, rt: () => GatewayRuntime, route:
       return registerGetResponseRoute(app, rt, route);
     case 'delete-response':
       return registerDeleteResponseRoute(app, rt, route);
+    case 'list-models':
+    case 'get-model':
+      return registerModelShapeRoute(app, rt, route);
   }
 }
 
@@ -24,5 +29,7 @@ function registerApiRoute(app: FastifyInstance, rt: () => GatewayRuntime, route:
  * `/v1/messages/count_tokens`, `GET /v1/responses/:id` …), each with its operation's handler.
  */
 export function registerApiRoutes(app: FastifyInstance, rt: () => GatewayRuntime): void {
-  for (const route of API_ROUTES) registerApiRoute(app, rt, route);
+  for (const route of API_ROUTES) if (route.action === undefined) registerApiRoute(app, rt, route);
+  // Google's custom methods (`…/models/{model}:generateContent`): one route per wildcard path.
+  registerCustomMethodRoutes(app, rt, API_ROUTES.filter((r) => r.action !== undefined));
 }

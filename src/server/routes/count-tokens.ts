@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { IngressRoute } from '../../ingress/registry.js';
 import { countMessagesTokens } from '../../pipeline/stages/count-tokens.js';
 import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
@@ -12,20 +12,25 @@ import { pickHeaders, routeConfig } from './generate.js';
  * envelope (send-error.ts picks it by path).
  */
 export function registerCountTokensRoute(app: FastifyInstance, rt: () => GatewayRuntime, route: IngressRoute): void {
-  const forward = route.ingress.output === 'generation' ? (route.ingress.forwardHeaders ?? []) : [];
-  app.route({
-    method: route.method,
-    url: route.path,
-    config: routeConfig(route),
-    handler: async (req, reply) => {
-      const rateHeaders: Record<string, string> = {};
-      try {
-        const count = await countMessagesTokens(rt(), req.body, req.apiKey, pickHeaders(req.headers, forward), rateHeaders);
-        reply.header('x-op-token-count', count.source).header('x-op-token-count-endpoint', count.endpoint);
-        return { input_tokens: count.input_tokens };
-      } finally {
-        reply.headers(rateHeaders);
-      }
-    },
-  });
+  app.route({ method: route.method, url: route.path, config: routeConfig(route), handler: countTokensHandler(rt, route) });
+}
+
+/**
+ * The handler of a `count-tokens` route; the answer is the API's own count body (its
+ * `countTokens.body`: Gemini's `{totalTokens}`), else Messages' `{input_tokens}`.
+ */
+export function countTokensHandler(rt: () => GatewayRuntime, route: IngressRoute) {
+  const { ingress } = route;
+  const forward = ingress.output === 'generation' ? (ingress.forwardHeaders ?? []) : [];
+  const own = ingress.output === 'generation' ? ingress.countTokens : undefined;
+  return async (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
+    const rateHeaders: Record<string, string> = {};
+    try {
+      const count = await countMessagesTokens(rt(), req.body, req.apiKey, pickHeaders(req.headers, forward), rateHeaders, own ? ingress : undefined);
+      reply.header('x-op-token-count', count.source).header('x-op-token-count-endpoint', count.endpoint);
+      return own ? own.body(count.input_tokens) : { input_tokens: count.input_tokens };
+    } finally {
+      reply.headers(rateHeaders);
+    }
+  };
 }

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isStaticPath, type IngressRoute } from '../../ingress/registry.js';
 import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
 import { serveGeneration } from '../../pipeline/stages/serve-generation.js';
@@ -12,6 +12,17 @@ import { REPEATED_HEADER } from '../../ingress/gateway-fields.js';
  * the reply.
  */
 export function registerGenerateRoute(app: FastifyInstance, rt: () => GatewayRuntime, route: IngressRoute): void {
+  app.route({
+    method: route.method,
+    url: route.path,
+    // Generation work: counted in flight and refused while overloaded (overload.ts).
+    config: { ...routeConfig(route), admission: true },
+    handler: generateHandler(rt, route),
+  });
+}
+
+/** The handler of a `generate` route: the pipeline with the route's adapter. */
+export function generateHandler(rt: () => GatewayRuntime, route: IngressRoute) {
   const { ingress } = route;
   // The headers the API forwards upstream and those that may name the session.
   const forward = ingress.output === 'generation' ? (ingress.forwardHeaders ?? []) : [];
@@ -19,28 +30,24 @@ export function registerGenerateRoute(app: FastifyInstance, rt: () => GatewayRun
   const wantsHeaders = forward.length + sessions.length > 0;
   // Responses with `{"type": "mcp"}` tools: the gateway's tool loop, each model turn through the pipeline.
   const hostsMcpTools = ingress.output === 'generation' ? ingress.hostsMcpTools : undefined;
-  app.route({
-    method: route.method,
-    url: route.path,
-    // Generation work: counted in flight and refused while overloaded (overload.ts).
-    config: { ...routeConfig(route), admission: true },
-    handler: (req, reply) => {
-      const headers = wantsHeaders ? pickHeaders(req.headers, forward) : undefined;
-      // The raw header list is read only when a session header was sent.
-      if (headers && sessions.some((n) => req.headers[n] !== undefined)) Object.assign(headers, pickSessionHeaders(req.raw.rawHeaders, sessions));
-      if (hostsMcpTools?.(req.body) && ingress.output === 'generation') return serveMcpToolLoop(rt(), ingress, req.body as Record<string, unknown>, req.apiKey, req.id, new FastifyClientSink(reply), headers);
-      // Node joins a repeated x-op-cache into one value, which matches neither true nor false and is ignored.
-      return serveGeneration(rt(), ingress, req.body, req.apiKey, req.id, new FastifyClientSink(reply), headers, req.headers['x-op-cache'] as string | undefined, req.headers['x-op-user'] as string | undefined);
-    },
-  });
+  return (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const headers = wantsHeaders ? pickHeaders(req.headers, forward) : undefined;
+    // The raw header list is read only when a session header was sent.
+    if (headers && sessions.some((n) => req.headers[n] !== undefined)) Object.assign(headers, pickSessionHeaders(req.raw.rawHeaders, sessions));
+    if (hostsMcpTools?.(req.body) && ingress.output === 'generation') return serveMcpToolLoop(rt(), ingress, req.body as Record<string, unknown>, req.apiKey, req.id, new FastifyClientSink(reply), headers);
+    // Node joins a repeated x-op-cache into one value, which matches neither true nor false and is ignored.
+    return serveGeneration(rt(), ingress, req.body, req.apiKey, req.id, new FastifyClientSink(reply), headers, req.headers['x-op-cache'] as string | undefined, req.headers['x-op-user'] as string | undefined);
+  };
 }
 
 /**
  * The Fastify route config of a declared API route: its access level, and `ownsPath` for a path
  * without parameters (the other methods answer 405, see method-not-allowed.ts).
  */
-export function routeConfig(route: IngressRoute): { access: IngressRoute['access']; ownsPath: boolean } {
-  return { access: route.access, ownsPath: isStaticPath(route.path) };
+export function routeConfig(route: IngressRoute): { access: IngressRoute['access']; ownsPath: boolean; keyInQuery?: boolean } {
+  const config: { access: IngressRoute['access']; ownsPath: boolean; keyInQuery?: boolean } = { access: route.access, ownsPath: isStaticPath(route.path) };
+  if (route.keyInQuery) config.keyInQuery = true;
+  return config;
 }
 
 /**
