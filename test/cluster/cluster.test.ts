@@ -200,6 +200,25 @@ models:
     assert.equal(remaining.json.data.limit_remaining, '0.5');
   });
 
+  test('a team budget spent through two keys on every replica: 60 parallel requests, room for 3 worst cases, exactly 3 succeed', async () => {
+    // Issue 23: the team's credit pre-authorisation holds over the sum of its keys, fleet-wide.
+    const team = await admin(lb.url, 'POST', '/v1/teams', { name: 'cluster-team', limit: '3.5' });
+    assert.equal(team.status, 201, JSON.stringify(team.json));
+    const keys = [await createKey({ team: team.json.data.id }), await createKey({ team: team.json.data.id })];
+    const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => chat(lb.url, keys[i % 2]!.secret, 'test/credit', { max_tokens: 1000 })));
+    const ok = answers.filter((a) => a.status === 200);
+    const refused = answers.filter((a) => a.status === 402);
+    say(`team budget for 3 worst cases through 2 keys, 60 parallel: ${ok.length} succeeded (${spread(ok)}), ${refused.length} refused with 402`);
+    assert.equal(ok.length, 3);
+    assert.equal(refused.length, 57);
+    // Each replica answers for the same team from the shared records.
+    for (const r of replicas) {
+      const got = await admin(r.url, 'GET', `/v1/teams/${team.json.data.id}`);
+      assert.equal(got.json.data.usage, '3');
+      assert.equal(got.json.data.limit_remaining, '0.5');
+    }
+  });
+
   test('the retention purge ran once across the fleet, not once per replica', () => {
     const runs = replicas.map((r) => r.logs().split('\n').filter((l) => l.includes('"msg":"retention purge"')).length);
     say(`retention purge runs per replica: ${runs.join(', ')} (fleet total ${runs.reduce((a, b) => a + b, 0)})`);
