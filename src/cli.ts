@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { secretBoxFromEnv, type SecretBox } from './util/secret-box.js';
 import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { ConfigError, loadConfig, type LoadedConfig } from './config/load.js';
@@ -159,6 +160,13 @@ async function migrateWhenReachable(db: ReturnType<typeof openDatabase>['db'], l
 
 async function serve(flag: string | undefined, workersFlag?: string): Promise<void> {
   const loaded = readConfig(flag);
+  // A malformed OP_CATALOG_SECRET_KEY stops the start (a typo must not leave secrets unreadable later).
+  let secretBox: SecretBox | undefined;
+  try {
+    secretBox = secretBoxFromEnv();
+  } catch (err) {
+    fail((err as Error).message);
+  }
   if (!isWorker()) {
     // A malformed OP_DATABASE_URL stops the primary at once, before any worker starts.
     parseDatabaseUrl(process.env.OP_DATABASE_URL || DEFAULT_DATABASE_URL);
@@ -183,6 +191,7 @@ async function serve(flag: string | undefined, workersFlag?: string): Promise<vo
     adminKey: process.env.OP_ADMIN_KEY || undefined,
     redisUrl: process.env.OP_REDIS_URL || undefined,
     redisPrefix: process.env.OP_REDIS_PREFIX || undefined,
+    secretBox,
     // With SQLite (one machine), background jobs run in the first worker only; PostgreSQL elects one process per fleet.
     purgeIntervalMs: store.dialect === 'sqlite' && Number(process.env[WORKER_INDEX_ENV] || 0) > 0 ? 0 : undefined,
     // Asynchronous: a slow or full log file never blocks requests, records or shutdown.
@@ -205,7 +214,7 @@ async function serve(flag: string | undefined, workersFlag?: string): Promise<vo
   void prestartLocalEngines(loaded.config).then(() => {
     // OP_LOCAL_MODEL: the catalog shows the context the engine really runs.
     const next = withEngineContext(loaded);
-    if (!next || gateway.runtime().config !== loaded.config) return; // (a reload since then wins)
+    if (!next || gateway.fileConfig() !== loaded) return; // (a reload since then wins)
     gateway.reload(next);
     log.info({ model: next.config.models[0]?.id, context_length: next.config.models[0]?.context_length, requested: loaded.config.models[0]?.context_length }, 'OP_LOCAL_MODEL: context_length set to what the engine runs (capped at the model\'s trained context)');
   });

@@ -303,6 +303,12 @@ export interface ParseOptions {
    * config has no credentials and must not serve.
    */
   secrets?: boolean;
+  /**
+   * false: `${VAR}` is not substituted (the values are taken as they are). For a config already
+   * substituted once: the file's, merged with catalog entries entered through the API
+   * (catalog-overlay.ts), which never read the environment.
+   */
+  substitute?: boolean;
 }
 
 /** Drop the providers' `api_key`, `api_keys[].key`, `headers` and `entra`, and the MCP servers' `headers` and `env`, before substitution (see {@link ParseOptions.secrets}). */
@@ -340,7 +346,8 @@ export function parseConfigWithWarnings(raw: unknown, source: string, env: NodeJ
   const report: EnvReport = { issues: [], emptied: [] };
   // Provider presets first: their key default is a `${VAR}` to substitute (and to drop without secrets).
   const presets = expandProviderPresets(raw ?? {});
-  const substituted = substituteEnv(options.secrets === false ? withoutSecrets(presets.config) : presets.config, env, [], report);
+  const chosen = options.secrets === false ? withoutSecrets(presets.config) : presets.config;
+  const substituted = options.substitute === false ? chosen : substituteEnv(chosen, env, [], report);
   const envIssues = report.issues.map((i) => withKeyNote(i, presets.keyNotes));
   const result = configSchema.safeParse(substituted);
   // A value whose variable is unset is reported once, for the variable, not again for being

@@ -110,6 +110,22 @@ export const ERROR_CATALOG = define({
     status: 403, kind: 'terminal', scope: 'key', type: 'permission_error',
     description: 'The route needs the admin key (`OP_ADMIN_KEY`).',
   },
+  invalid_catalog_entry: {
+    status: 400, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
+    description: 'A provider or model sent to the catalog API (`/v1/catalog/…`) does not validate as the config file would, merged with the file and the other stored entries; `metadata.issues` lists every problem as `path: message`, `param` the first one\'s path. Nothing was stored.',
+  },
+  catalog_entry_read_only: {
+    status: 409, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
+    description: 'The provider or model comes from the config file, whose entries the catalog API cannot change or remove: edit the file (and reload) instead.',
+  },
+  catalog_secret_key_missing: {
+    status: 400, kind: 'terminal', scope: 'gateway', type: 'invalid_request_error',
+    description: 'A provider sent to the catalog API carries a secret (`api_key`, `api_keys`, `headers`, Entra secrets), which is stored encrypted, and the gateway has no `OP_CATALOG_SECRET_KEY` (32 bytes, hex or base64; the same on every replica). Nothing was stored.',
+  },
+  catalog_conflict: {
+    status: 409, kind: 'retryable', scope: 'gateway', type: 'invalid_request_error',
+    description: 'Other catalog changes kept arriving while this one was validated (each change is validated against the latest catalog); retry.',
+  },
   no_providers_configured: {
     status: 503, kind: 'terminal', scope: 'gateway', type: 'invalid_request_error',
     description: 'The gateway has no providers or models configured; add them to the config file (see README, "Configuration").',

@@ -17,8 +17,14 @@ export type { GatewayOptions } from './build-runtime.js';
 export interface Gateway {
   app: FastifyInstance;
   runtime: () => GatewayRuntime;
-  /** Swap in a new validated config without dropping requests. */
+  /**
+   * Swap in a new validated config file without dropping requests (merged with the providers and
+   * models stored through the catalog API).
+   * @throws ConfigError when the file and the stored entries do not validate together (nothing changes).
+   */
   reload(loaded: LoadedConfig): void;
+  /** The config file's config in force (without the stored catalog entries). */
+  fileConfig(): LoadedConfig;
   /** Stop accepting, wait for in-flight requests, flush records, close pools. */
   close(): Promise<void>;
   /** Every registered route with its access level (public, key, metrics). */
@@ -61,14 +67,17 @@ export function buildGateway(options: GatewayOptions): Gateway {
   const { runtime, redis } = built;
   // The one Redis connection, waited for before the server listens (onReady runs before listen).
   if (redis) app.addHook('onReady', () => redis.waitUntilReady());
+  // The providers and models stored through the catalog API, in force before the first request.
+  app.addHook('onReady', () => built.catalog.start());
   const rt = () => runtime;
-  const routes = registerRoutes(app, { rt, db: options.db, keys: built.keys, telemetry: options.telemetry });
+  const routes = registerRoutes(app, { rt, db: options.db, keys: built.keys, catalog: built.catalog, telemetry: options.telemetry });
 
   return {
     app,
     routes,
     runtime: rt,
     reload: (loaded) => built.reload(loaded),
+    fileConfig: () => built.catalog.fileConfig(),
     async close() {
       await built.stopBackground();
       await app.close();

@@ -26,7 +26,9 @@ import type { Telemetry } from '../telemetry/telemetry.js';
 import { UpstreamPools } from '../upstream/upstream-pools.js';
 import { LiveUpstreamCalls } from '../upstream/upstream-exchange.js';
 import { McpGateway } from '../mcp/mcp-gateway.js';
+import type { SecretBox } from '../util/secret-box.js';
 import { KeyResolver } from './auth.js';
+import { CatalogSync } from './catalog-sync.js';
 
 /** Options of {@link buildGateway} (server/app.ts). */
 export interface GatewayOptions {
@@ -46,6 +48,10 @@ export interface GatewayOptions {
   telemetry?: Telemetry | undefined;
   /** `OP_REDIS_PREFIX`: prefix of every Redis key and channel (default `op:`). */
   redisPrefix?: string | undefined;
+  /** `OP_CATALOG_SECRET_KEY`: seals the secrets of providers entered through the catalog API (none: such providers are refused). */
+  secretBox?: SecretBox | undefined;
+  /** How often each process checks the stored catalog's revision, in ms (0 = never; default 500 ms without Redis, 10 s with it as a safety net for a lost notice). */
+  catalogPollMs?: number;
 }
 
 function healthSettings(config: Readonly<GatewayConfig>): HealthSettings {
@@ -65,8 +71,14 @@ export interface BuiltRuntime {
   redis: RedisConnection | undefined;
   /** Client keys, with change notices shared through Redis when there is one. */
   keys: KeyResolver;
-  /** Apply a new validated config: catalog, health settings, record settings, new pools. */
+  /**
+   * A new validated config file: merged with the stored catalog entries (catalog-sync.ts), then
+   * in force (catalog, health settings, record settings, new pools).
+   * @throws ConfigError when the file and the stored entries do not validate together.
+   */
   reload(loaded: LoadedConfig): void;
+  /** The providers and models entered through the API, merged over the file's. */
+  catalog: CatalogSync;
   /** Stop the background work (retention purge, health sharing, MCP sessions and upstreams): before the server closes. */
   stopBackground(): Promise<void>;
   /** Flush records and close stores, pools, telemetry and Redis: after the server closed. */
@@ -116,24 +128,33 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
   const healthSharing = redis ? new RedisHealthSharing(redis, runtime.health, log) : localHealth;
   const stopPurge = options.purgeIntervalMs === 0 ? async () => {} : startRetentionPurge(db, log, options.purgeIntervalMs ?? 3_600_000, fleetLease(db, 'retention-purge'));
 
+  /** Put a validated (merged) config in force: catalog, health settings, record settings, new pools. */
+  const apply = (loaded: LoadedConfig) => {
+    const next = loaded.config;
+    runtime.config = next;
+    runtime.catalog = buildCatalog(next);
+    runtime.adapters.clear();
+    runtime.health.settings = healthSettings(next);
+    runtime.writer.configure(next.records);
+    runtime.mcp.reload(next.mcp_servers);
+    // New pools pick up changed providers; the old ones close once their calls finish.
+    const oldPools = runtime.pools;
+    runtime.pools = new UpstreamPools(observePoolWait);
+    void oldPools.close();
+  };
+  const catalog = new CatalogSync(
+    { db, box: options.secretBox, log, apply, changes: redis ? new RedisKeyChangeNotifier(redis, 'catalog') : localKeyChanges, pollMs: options.catalogPollMs ?? (redis ? 10_000 : 500) },
+    options.loaded,
+  );
+
   return {
     runtime,
     redis,
     keys,
-    reload(loaded) {
-      const next = loaded.config;
-      runtime.config = next;
-      runtime.catalog = buildCatalog(next);
-      runtime.adapters.clear();
-      runtime.health.settings = healthSettings(next);
-      runtime.writer.configure(next.records);
-      runtime.mcp.reload(next.mcp_servers);
-      // New pools pick up changed providers; the old ones close once their calls finish.
-      const oldPools = runtime.pools;
-      runtime.pools = new UpstreamPools(observePoolWait);
-      void oldPools.close();
-    },
+    catalog,
+    reload: (loaded) => catalog.setFile(loaded),
     async stopBackground() {
+      catalog.stop();
       // Before the server closes: MCP sessions hold open GET streams (and stdio children).
       await runtime.mcp.close();
       await stopPurge();

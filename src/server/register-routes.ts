@@ -19,6 +19,8 @@ import { registerGenerationRoutes } from './routes/generation.js';
 import { registerHealthRoute } from './routes/health.js';
 import { registerKeyRoutes } from './routes/keys.js';
 import { registerTeamRoutes } from './routes/teams.js';
+import { registerCatalogRoutes } from './routes/catalog.js';
+import type { CatalogSync } from './catalog-sync.js';
 import { registerMcpRoutes } from './routes/mcp.js';
 import { registerMetricsRoute } from './routes/metrics.js';
 import { registerModelRoutes } from './routes/models.js';
@@ -68,6 +70,8 @@ export interface RouteDeps {
   rt: () => GatewayRuntime;
   db: Kysely<Database>;
   keys: KeyResolver;
+  /** The providers and models entered through the catalog API. */
+  catalog: CatalogSync;
   telemetry?: Telemetry | undefined;
 }
 
@@ -137,6 +141,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): () => Reg
   registerUsageRoutes(app, rt, db);
   registerKeyRoutes(app, rt, db, keys);
   registerTeamRoutes(app, rt, db, keys);
+  registerCatalogRoutes(app, () => deps.catalog);
   registerMcpRoutes(app, rt);
   registerMethodNotAllowed();
   registerDashboard(app);

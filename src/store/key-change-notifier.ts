@@ -24,8 +24,9 @@ export class RedisKeyChangeNotifier implements KeyChangeNotifier {
   private readonly origin = randomUUID();
   private readonly channel: string;
 
-  constructor(private readonly redis: RedisConnection) {
-    this.channel = `${redis.prefix}keys`;
+  /** `topic`: what changed, the channel's name after the prefix (`keys`; `catalog` for catalog entries). */
+  constructor(private readonly redis: RedisConnection, topic = 'keys') {
+    this.channel = `${redis.prefix}${topic}`;
   }
 
   notify(): void {

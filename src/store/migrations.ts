@@ -326,6 +326,31 @@ export const MIGRATIONS: readonly Migration[] = [
       await db.schema.createIndex('generations_key_end_user').on('generations').columns(['key_id', 'end_user', 'created_at']).execute();
     },
   },
+  // 0012 to 0015 are other changes' (applied by name: gaps and order of arrival are fine).
+  {
+    // The catalog without a redeploy (issue 23 item 6): providers and models entered through the
+    // admin API, merged with the config file's; `catalog_revision` counts every change.
+    name: '0016_catalog_entries',
+    async up(db) {
+      const text = sqlDialectOf(db).text;
+      await db.schema
+        .createTable('catalog_entries')
+        .addColumn('kind', text, (c) => c.notNull())
+        .addColumn('id', text, (c) => c.notNull())
+        .addColumn('entry', text, (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_by', text)
+        .addPrimaryKeyConstraint('catalog_entries_pk', ['kind', 'id'])
+        .execute();
+      await db.schema
+        .createTable('catalog_revision')
+        .addColumn('id', 'integer', (c) => c.primaryKey())
+        .addColumn('revision', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.insertInto('catalog_revision').values({ id: 1, revision: 0 }).execute();
+    },
+  },
 ];
 
 /**

@@ -187,6 +187,22 @@ export interface Database {
   stored_responses: StoredResponsesTable;
   migrations_applied: { name: string; applied_at: Generated<number> };
   response_cache: ResponseCacheTable;
+  catalog_entries: CatalogEntriesTable;
+  catalog_revision: { id: number; revision: number };
+}
+
+/**
+ * A provider or model of the catalog entered through the admin API (store/catalog-entries.ts).
+ * `entry` is the config file's shape as JSON, its secrets sealed (util/secret-box.ts). Unix ms.
+ */
+export interface CatalogEntriesTable {
+  kind: 'provider' | 'model';
+  id: string;
+  entry: string;
+  created_at: number;
+  updated_at: number;
+  /** Who made the last change: `admin` for the admin key, else a key or user id. */
+  updated_by: string | null;
 }
 
 /** One cached answer of the exact response cache (src/cache/). Times in ms since the epoch. */
