@@ -219,6 +219,26 @@ models:
     }
   });
 
+  test('a model put through the catalog API on one replica is served by every replica within 1 s', async () => {
+    // Issue 23 item 6: the catalog without a redeploy, fleet-wide (Redis notice; revision check behind it).
+    const put = await admin(replicas[0]!.url, 'PUT', '/v1/catalog/models/team/cluster', { context_length: 4096, endpoints: [{ provider: 'up', upstream_model: 'm', pricing: { prompt: 1, completion: 2 } }] });
+    assert.equal(put.status, 200, JSON.stringify(put.json));
+    const started = Date.now();
+    const seen = await Promise.all(
+      replicas.map(async (r) => {
+        for (;;) {
+          if ((await chat(r.url, ADMIN, 'team/cluster')).status === 200) return Date.now() - started;
+          if (Date.now() - started > 5_000) return Infinity;
+          await sleep(10);
+        }
+      }),
+    );
+    say(`catalog change on ${replicas[0]!.name}: served by the replicas after ${seen.map((ms) => `${ms} ms`).join(', ')}`);
+    for (const ms of seen) assert.ok(ms <= 1_000, `${ms} ms`);
+    const removed = await admin(lb.url, 'DELETE', '/v1/catalog/models/team/cluster');
+    assert.equal(removed.status, 200);
+  });
+
   test('the retention purge ran once across the fleet, not once per replica', () => {
     const runs = replicas.map((r) => r.logs().split('\n').filter((l) => l.includes('"msg":"retention purge"')).length);
     say(`retention purge runs per replica: ${runs.join(', ')} (fleet total ${runs.reduce((a, b) => a + b, 0)})`);
