@@ -361,6 +361,47 @@ describe('dashboard pages in headless Chromium', { skip: skip ?? false, timeout:
     await page.close();
   });
 
+  test('admin: the Catalog page shows where each entry comes from, puts a model that serves at once, refuses a bad one and removes it', async () => {
+    const { page, problems } = await browser.newPage();
+    page.on('dialog', (d) => void d.accept());
+    await signIn(page, gw.adminKey);
+    await page.click('.nav a[data-nav=catalog]');
+    const fileRow = page.locator('tr[data-model="test/model"]');
+    await fileRow.waitFor();
+    assert.equal(await fileRow.getAttribute('data-source'), 'file');
+    assert.match(await fileRow.innerText(), /config file[\s\S]*read-only/);
+    assert.match(await page.locator('tr[data-provider="up"]').innerText(), /config file/);
+    // A bad entry: the gateway's issues are shown, nothing is stored.
+    await page.selectOption('[data-catalog-form] select[name=kind]', 'model');
+    await page.fill('[data-catalog-form] input[name=id]', 'team/ui');
+    await page.fill('[data-catalog-form] textarea[name=entry]', JSON.stringify({ context_length: 4096, endpoints: [{ provider: 'nowhere', upstream_model: 'x' }] }));
+    await page.click('[data-catalog-form] button[type=submit]');
+    await page.locator('[data-catalog-status] .alert-error').waitFor();
+    assert.match(await page.locator('[data-catalog-status]').innerText(), /endpoints\[0\]\.provider: [\s\S]*invalid_catalog_entry/);
+    // A good one: listed as stored, served by the gateway.
+    await page.fill('[data-catalog-form] textarea[name=entry]', JSON.stringify({ context_length: 4096, endpoints: [{ provider: 'up', upstream_model: 'ui-model' }] }));
+    await page.click('[data-catalog-form] button[type=submit]');
+    await page.locator('[data-catalog-status] .alert-success').waitFor();
+    const row = page.locator('tr[data-model="team/ui"]');
+    await row.waitFor();
+    assert.equal(await row.getAttribute('data-source'), 'database');
+    assert.match(await row.innerText(), /up → ui-model[\s\S]*database[\s\S]*by admin/);
+    upstream.enqueue(completion('from a stored model', 3, 2));
+    const served = await fetch(`${gw.baseURL}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'team/ui', messages: [{ role: 'user', content: 'hi' }] }) });
+    assert.equal(served.status, 200);
+    assert.equal(((await served.json()) as Json).choices[0].message.content, 'from a stored model');
+    await shot(page, 'catalog');
+    // Edit fills the form; Remove takes it out of the catalog.
+    await row.locator('[data-edit="team/ui"]').click();
+    assert.deepEqual(JSON.parse(await page.locator('[data-catalog-form] textarea[name=entry]').inputValue()).endpoints.map((e: Json) => e.upstream_model), ['ui-model']);
+    await row.locator('[data-remove="team/ui"]').click();
+    await page.locator('[data-catalog-status] .alert-success', { hasText: 'Removed model team/ui' }).waitFor();
+    assert.equal(await page.locator('tr[data-model="team/ui"]').count(), 0);
+    // The one refused PUT is the browser's only complaint.
+    assert.deepEqual(problems.list, ['console: Failed to load resource: the server responded with a status of 400 (Bad Request)']);
+    await page.close();
+  });
+
   test('a refused request (400 validation error) is counted under Refused, not Errors; the session breakdown lists the sessions', async () => {
     const refused = await post(bob.secret, { model: 'test/small', temperature: 9, messages: [{ role: 'user', content: 'too hot' }] });
     assert.equal(refused.status, 400);
@@ -428,6 +469,7 @@ describe('dashboard pages in headless Chromium', { skip: skip ?? false, timeout:
       ['models', '/#/models', 'tr[data-model]'],
       ['model-endpoints', '/#/models/test/model', '#endpoints tr[data-endpoint]'],
       ['keys', '/#/keys', 'tr[data-key-id]'],
+      ['catalog', '/#/catalog', 'tr[data-model]'],
     ];
     const tooWide: string[] = [];
     for (const width of [1280, 1920]) {
