@@ -298,7 +298,7 @@ function deepFreeze<T>(value: T): T {
 /** Options of {@link parseConfig} and {@link loadConfig}. */
 export interface ParseOptions {
   /**
-   * false: the providers' secrets (`api_key`, `api_keys[].key`, `headers`, kind `azure`'s `entra` credentials) and the MCP servers' `headers` and `env` are not read, so variables they name
+   * false: the providers' secrets (`api_key`, `api_keys[].key`, `headers`, kind `azure`'s `entra` credentials) and the MCP servers' `headers`, `env` and `oauth` are not read, so variables they name
    * need not be set. For commands that only need the catalog (`keys create --models`); such a
    * config has no credentials and must not serve.
    */
@@ -311,7 +311,7 @@ export interface ParseOptions {
   substitute?: boolean;
 }
 
-/** Drop the providers' `api_key`, `api_keys[].key`, `headers` and `entra`, and the MCP servers' `headers` and `env`, before substitution (see {@link ParseOptions.secrets}). */
+/** Drop the providers' `api_key`, `api_keys[].key`, `headers` and `entra`, and the MCP servers' `headers`, `env` and `oauth`, before substitution (see {@link ParseOptions.secrets}). */
 function withoutSecrets(raw: unknown): unknown {
   if (raw === null || typeof raw !== 'object') return raw;
   const providers = !Array.isArray((raw as Loose).providers) ? (raw as Loose).providers : ((raw as Loose).providers as unknown[]).map((p) => {
@@ -325,7 +325,7 @@ function withoutSecrets(raw: unknown): unknown {
   const mcp = Array.isArray((raw as Loose).mcp_servers)
     ? ((raw as Loose).mcp_servers as unknown[]).map((s) => {
         if (s === null || typeof s !== 'object') return s;
-        const { headers: _h, env: _e, ...rest } = s as Loose;
+        const { headers: _h, env: _e, oauth: _o, ...rest } = s as Loose;
         return rest;
       })
     : (raw as Loose).mcp_servers;

@@ -37,6 +37,30 @@ export interface HeaderRules {
   value: z.ZodType<string>;
 }
 
+/**
+ * `mcp_servers[].oauth`: the gateway authenticates to a remote MCP server as an OAuth 2.1
+ * client with the client credentials grant (machine to machine): on the server's 401 it
+ * discovers the authorization server (protected resource metadata, RFC 9728; authorization
+ * server metadata, RFC 8414), asks `issuer`'s token endpoint for an access token with
+ * `client_id` and `client_secret` (HTTP Basic), sends it as `Authorization: Bearer`, and asks
+ * again when the server refuses it (expired). Done by the official SDK's
+ * `ClientCredentialsProvider`; `issuer` is required so the secret is only ever sent to that
+ * authorization server, whatever the MCP server advertises.
+ * @see https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization
+ */
+const oauthSchema = z
+  .object({
+    grant: z.literal('client_credentials').default('client_credentials'),
+    /** The authorization server the credentials belong to (its issuer URL, exactly as its metadata says). */
+    issuer: z.string().url('must be an absolute http(s) URL').refine((u) => /^https?:\/\//i.test(u), 'must start with http:// or https://'),
+    client_id: z.string().min(1),
+    /** Use `${VAR}`: a secret. */
+    client_secret: z.string().min(1),
+    /** Space-separated scopes to ask for (default: none, the server's default). */
+    scope: z.string().min(1).optional(),
+  })
+  .strict();
+
 /** Settings every transport shares. */
 const common = {
   id: mcpServerId,
@@ -64,6 +88,8 @@ export function mcpServersSchema(headers: HeaderRules) {
         url: z.string().url('must be an absolute http(s) URL').refine((u) => /^https?:\/\//i.test(u), 'must start with http:// or https://'),
         /** Headers sent on every upstream request (credentials: use `${VAR}`). Never the client's gateway key. */
         headers: z.record(headers.name, headers.value).default({}),
+        /** OAuth 2.1 client credentials the gateway uses for this server (its own identity, never the client's). */
+        oauth: oauthSchema.optional(),
       })
       .strict();
   const stdio = z

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -71,7 +72,7 @@ const callScope = new AsyncLocalStorage<CallScope>();
  * environment values; short ones (under 6 characters) are skipped, they would blank words.
  */
 function secretsOf(server: McpServerConfig): string[] {
-  const values = server.transport === 'stdio' ? Object.values(server.env) : Object.values(server.headers);
+  const values = server.transport === 'stdio' ? Object.values(server.env) : [...Object.values(server.headers), ...(server.oauth ? [server.oauth.client_secret] : [])];
   const out = new Set<string>();
   for (const v of values) {
     if (v.length >= 6) out.add(v);
@@ -138,12 +139,13 @@ export class UpstreamConnection {
   private client: Client | undefined;
   private connecting: Promise<Client> | undefined;
   private closed = false;
-  private readonly secrets: string[];
+  private readonly configSecrets: string[];
+  private oauthClient: ClientCredentialsProvider | undefined;
   /** Times a connection was opened (initialize sent), for tests and health. */
   connects = 0;
 
   constructor(readonly server: McpServerConfig, private readonly hooks: UpstreamConnectionHooks) {
-    this.secrets = secretsOf(server);
+    this.configSecrets = secretsOf(server);
   }
 
   /** The upstream's capabilities from its `initialize` answer (undefined before the first connect). */
@@ -161,8 +163,26 @@ export class UpstreamConnection {
     }
     const requestInit = { headers: { ...s.headers } };
     const capped = cappedFetch(s.max_result_bytes);
-    if (s.transport === 'sse') return new SSEClientTransport(new URL(s.url), { requestInit, fetch: capped });
-    return new StreamableHTTPClientTransport(new URL(s.url), { requestInit, fetch: capped });
+    const authProvider = this.oauth();
+    if (s.transport === 'sse') return new SSEClientTransport(new URL(s.url), { requestInit, fetch: capped, authProvider });
+    return new StreamableHTTPClientTransport(new URL(s.url), { requestInit, fetch: capped, authProvider });
+  }
+
+  /**
+   * The server's OAuth client (`oauth`: client credentials), one per connection object so the
+   * access token outlives a re-opened transport; undefined without `oauth`.
+   */
+  private oauth(): ClientCredentialsProvider | undefined {
+    const o = this.server.transport === 'stdio' ? undefined : this.server.oauth;
+    if (!o) return undefined;
+    this.oauthClient ??= new ClientCredentialsProvider({ clientId: o.client_id, clientSecret: o.client_secret, expectedIssuer: o.issuer, clientName: 'opinference', ...(o.scope === undefined ? {} : { scope: o.scope }) });
+    return this.oauthClient;
+  }
+
+  /** The configured secrets and the current OAuth access token: what {@link scrub} blanks. */
+  private get secrets(): readonly string[] {
+    const token = this.oauthClient?.tokens()?.access_token;
+    return token && token.length >= 6 ? [token, ...this.configSecrets] : this.configSecrets;
   }
 
   /** The live client, connecting (initialize) when there is none. */
