@@ -439,6 +439,35 @@ describe('dashboard pages in headless Chromium', { skip: skip ?? false, timeout:
     await page.close();
   });
 
+  test('admin: Usage breaks down by team (by name) and by end user', async () => {
+    const team = await fetch(`${gw.baseURL}/teams`, { method: 'POST', headers: { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'support-team' }) });
+    assert.equal(team.status, 201);
+    const teamId = ((await team.json()) as Json).data.id as string;
+    const member = await fetch(`${gw.baseURL}/keys`, { method: 'POST', headers: { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'support-bot', team: teamId, retention: 7 }) }); // (with retention none the end user is kept hashed)
+    const secret = ((await member.json()) as Json).key as string;
+    upstream.enqueue(completion('for a user', 7, 3), completion('for a user again', 7, 3));
+    for (let i = 0; i < 2; i++) {
+      const r = await fetch(`${gw.baseURL}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'test/model', user: 'carol@example.com', messages: [{ role: 'user', content: 'hi' }] }) });
+      assert.equal(r.status, 200);
+      await r.text();
+    }
+    await gw.flush();
+    const { page, problems } = await browser.newPage();
+    await signIn(page, gw.adminKey);
+    await page.locator('.topbar').waitFor();
+    await page.goto(`${gw.origin}/#/usage?group_by=team`);
+    const teamRow = page.locator(`#breakdown tr[data-group="${teamId}"]`);
+    await teamRow.waitFor();
+    assert.match(await teamRow.innerText(), /^support-team\s+2\s/);
+    await page.goto(`${gw.origin}/#/usage?group_by=user`);
+    const userRow = page.locator('#breakdown tr[data-group="carol@example.com"]');
+    await userRow.waitFor();
+    assert.match(await userRow.innerText(), /^carol@example\.com\s+2\s/);
+    assert.match(await page.locator('#breakdown h2').innerText(), /By end user/);
+    noProblems(problems);
+    await page.close();
+  });
+
   test('no table is wider than its card at 1280 and 1920 px (every column readable, nothing scrolls sideways)', async () => {
     const { page, problems } = await browser.newPage();
     // Names as long as real ones get: a key, a tag and a session id.

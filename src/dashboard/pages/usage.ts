@@ -17,22 +17,24 @@ const DAY = 24 * HOUR;
 /** Groups drawn as their own series; the rest are summed into "other". */
 const MAX_SERIES = 8;
 
-type GroupBy = '' | 'model' | 'provider' | 'key' | 'tag' | 'session';
+type GroupBy = '' | 'model' | 'provider' | 'key' | 'tag' | 'session' | 'team' | 'user';
 
-const GROUP_LABEL: Record<Exclude<GroupBy, ''>, string> = { model: 'Model', provider: 'Provider', key: 'Key', tag: 'Tag', session: 'Session' };
+const GROUP_LABEL: Record<Exclude<GroupBy, ''>, string> = { model: 'Model', provider: 'Provider', key: 'Key', tag: 'Tag', session: 'Session', team: 'Team', user: 'End user' };
 /** Sessions the usage API returns at most (the most requests in the range first). */
 const TOP_SESSIONS = 100;
 
 function groupName(groupBy: GroupBy, group: string | null, names: Map<string, string>): string {
   if (groupBy === 'key') return group === null ? 'admin key' : (names.get(group) ?? group);
-  if (group === null) return groupBy === 'provider' ? '(no provider)' : '(none)';
+  if (groupBy === 'team') return group === null ? '(no team)' : (names.get(group) ?? group);
+  if (group === null) return groupBy === 'provider' ? '(no provider)' : groupBy === 'user' ? '(no end user)' : '(none)';
   return group;
 }
 
 /** Request filter of the Requests page matching a breakdown row. */
 function requestsFilter(groupBy: GroupBy, group: string | null): Record<string, string> | null {
   if (groupBy === 'key') return { key_id: group ?? 'admin' }; // `admin`: the admin key's own requests
-  if (groupBy === '' || group === null) return null;
+  // The Requests page has no team or end-user filter (yet): those rows are not links.
+  if (groupBy === '' || groupBy === 'team' || groupBy === 'user' || group === null) return null;
   return { [groupBy]: group };
 }
 
@@ -86,7 +88,7 @@ export async function usagePage(root: HTMLElement, ctx: PageContext): Promise<vo
   const admin = isAdmin(ctx.me);
   const p = ctx.params;
   const bucketParam = p.get('bucket') ?? 'auto';
-  const groupBy = (['model', 'provider', 'key', 'tag', 'session'].includes(p.get('group_by') ?? '') ? p.get('group_by') : '') as GroupBy;
+  const groupBy = (['model', 'provider', 'key', 'tag', 'session', 'team', 'user'].includes(p.get('group_by') ?? '') ? p.get('group_by') : '') as GroupBy;
   const filters = { model: p.get('model') ?? '', provider: p.get('provider') ?? '', key_id: p.get('key_id') ?? '', tag: p.get('tag') ?? '' };
   /** The range now (a quick range moves with the clock). */
   const span = () => {
@@ -99,8 +101,8 @@ export async function usagePage(root: HTMLElement, ctx: PageContext): Promise<vo
   // ---- controls (the Requests page's, then the chart's) ----
   const controls = rangeControls({ ...first.r, from: first.from, to: first.to }, false);
   const groupOptions: [string, string][] = [['', 'Nothing'], ['model', 'Model'], ['provider', 'Provider']];
-  if (admin) groupOptions.push(['key', 'Key']);
-  groupOptions.push(['tag', 'Tag'], ['session', 'Session']);
+  if (admin) groupOptions.push(['key', 'Key'], ['team', 'Team']);
+  groupOptions.push(['tag', 'Tag'], ['session', 'Session'], ['user', 'End user']);
   const form = h(
     'form',
     { class: 'filters card', id: 'usage-filters' },
@@ -151,7 +153,7 @@ export async function usagePage(root: HTMLElement, ctx: PageContext): Promise<vo
   let shown: { totals: UsageResult; chart: UsageResult };
   let names: Map<string, string>;
   try {
-    [shown, names] = await Promise.all([read(), keyNames(ctx.me)]);
+    [shown, names] = await Promise.all([read(), groupBy === 'team' ? teamNames() : keyNames(ctx.me)]);
   } catch (err) {
     replace(body, errorBox(err, 'Usage could not be loaded:'));
     return;
@@ -173,6 +175,15 @@ export async function usagePage(root: HTMLElement, ctx: PageContext): Promise<vo
     leaveCharts();
     leaveCharts = renderUsage(body, next.totals, next.chart, groupBy, names, ctx.me);
   });
+}
+
+/** Team names by id (admin key); ids are shown where the list cannot be read. */
+async function teamNames(): Promise<Map<string, string>> {
+  try {
+    return new Map((await get<{ data: { id: string; name: string }[] }>('/v1/teams')).data.map((t) => [t.id, t.name]));
+  } catch {
+    return new Map();
+  }
 }
 
 /** Render the cards, charts and breakdown; returns what tears the charts down. */
