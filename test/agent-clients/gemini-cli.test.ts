@@ -5,9 +5,10 @@
  * `GEMINI_API_KEY`, HOME in a temporary folder whose `~/.gemini/settings.json` selects API-key
  * auth and turns usage statistics, telemetry and update checks off. Each run reads a file with
  * the CLI's built-in `read_file` tool and then answers, once through an `openai`-kind upstream
- * (translated) and once through a `gemini`-kind upstream (the native lane: the CLI's body,
- * thought signatures included, goes through as sent). The CLI runs offline: every request it
- * would make beyond loopback goes to a closed proxy port and fails.
+ * (translated), once through a `gemini`-kind upstream and once through Gemini on Vertex AI (the
+ * fake Vertex of test/helpers/vertex-fake.ts), both native lanes: the CLI's body, thought
+ * signatures included, goes through as sent. The CLI runs offline: every request it would make
+ * beyond loopback goes to a closed proxy port and fails.
  *
  * Why `security.auth.selectedType: "gemini-api-key"`: with only `GOOGLE_GEMINI_BASE_URL` set,
  * Gemini CLI 0.61.0 picks its auth type `gateway` from the environment but its own
@@ -23,6 +24,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { startUpstream, type Upstream } from '../helpers/replay-upstream.js';
+import { startVertexFake, type VertexFake } from '../helpers/vertex-fake.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -81,6 +83,7 @@ function geminiPrompt(home: string, cwd: string, gatewayOrigin: string, key: str
 describe('Gemini CLI (gemini -p) through the Gemini API ingress', { skip: !installed && 'Gemini CLI not installed (npm run agents:install)' }, () => {
   let openai: Upstream;
   let gemini: Upstream;
+  let vertex: VertexFake;
   let gw: TestGateway;
   let home: string;
   let work: string;
@@ -89,15 +92,18 @@ describe('Gemini CLI (gemini -p) through the Gemini API ingress', { skip: !insta
   before(async () => {
     openai = await startUpstream();
     gemini = await startUpstream();
+    vertex = await startVertexFake();
     gw = await startGateway({
       retention: 1,
       providers: [
         { id: 'oa', kind: 'openai', base_url: openai.url, api_key: 'sk-up' },
         { id: 'gem', kind: 'gemini', base_url: new URL(gemini.url).origin, api_key: 'g-upstream-key' },
+        { id: 'vx', kind: 'vertex', base_url: vertex.origin, vertex: { project: 'proj-1', key_file: vertex.externalAccountFile() } },
       ],
       models: [
         { id: 'test/coder', context_length: 200000, endpoints: [{ provider: 'oa', upstream_model: 'coder-1', pricing: { prompt: 1, completion: 2 }, supported_parameters: ['tools', 'tool_choice', 'reasoning', 'temperature', 'top_p', 'top_k', 'max_tokens', 'stop', 'seed', 'response_format'] }] },
         { id: 'google/gemini-2.5-flash', aliases: ['gemini-2.5-flash'], context_length: 1_000_000, endpoints: [{ provider: 'gem', upstream_model: 'gemini-2.5-flash', pricing: { prompt: 0.3, completion: 2.5 }, supported_parameters: ['tools', 'tool_choice', 'reasoning', 'temperature', 'top_p', 'top_k', 'max_tokens', 'stop', 'seed', 'response_format'] }] },
+        { id: 'google/gemini-2.5-pro', aliases: ['gemini-2.5-pro'], context_length: 1_000_000, endpoints: [{ provider: 'vx', upstream_model: 'gemini-2.5-pro', pricing: { prompt: 1.25, completion: 10 }, supported_parameters: ['tools', 'tool_choice', 'reasoning', 'temperature', 'top_p', 'top_k', 'max_tokens', 'stop', 'seed', 'response_format'] }] },
       ],
     });
     home = mkdtempSync(path.join(tmpdir(), 'op-gemini-home-'));
@@ -111,6 +117,7 @@ describe('Gemini CLI (gemini -p) through the Gemini API ingress', { skip: !insta
     await gw?.close();
     await openai?.close();
     await gemini?.close();
+    await vertex?.close();
     if (home) rmSync(home, { recursive: true, force: true });
     if (work) rmSync(work, { recursive: true, force: true });
   });
@@ -193,5 +200,35 @@ describe('Gemini CLI (gemini -p) through the Gemini API ingress', { skip: !insta
       ['gemini', 'success', 1, 800, 15, 'gem', 'google/gemini-2.5-flash'],
       ['gemini', 'success', 1, 840, 6, 'gem', 'google/gemini-2.5-flash'],
     ]);
+  });
+
+  test('to Gemini on Vertex AI (native): the same round trip; the CLI\'s function ids are left out (Vertex refuses them), the signature kept', async () => {
+    const key = await gw.createKey('gemini-cli-vertex');
+    const signature = 'dmVydGV4LXJlYWQtZmlsZQ==';
+    vertex.reply(
+      { framing: 'gemini', sse: [gEvent([{ functionCall: { name: 'read_file', args: { file_path: file } }, thoughtSignature: signature }], { finishReason: 'STOP' }, { promptTokenCount: 700, candidatesTokenCount: 12, totalTokenCount: 712 })] },
+      { framing: 'gemini', sse: [gEvent([{ text: 'Vertex read PINEAPPLE-7.' }], { finishReason: 'STOP' }, { promptTokenCount: 730, candidatesTokenCount: 7, totalTokenCount: 737 })] },
+    );
+    const run = await geminiPrompt(home, work, gw.origin, key.secret, 'gemini-2.5-pro', 'What does input.txt say?');
+    assert.equal(run.code, 0, `gemini exited with ${run.code}\n${run.stdout}\n${run.stderr.slice(-3000)}`);
+    assert.equal(run.stdout.trim(), 'Vertex read PINEAPPLE-7.');
+
+    assert.equal(vertex.calls.length, 2);
+    for (const c of vertex.calls) {
+      assert.equal(c.path, '/v1/projects/proj-1/locations/global/publishers/google/models/gemini-2.5-pro:streamGenerateContent');
+      assert.equal(c.query.get('alt'), 'sse');
+      assert.match(String(c.headers.authorization), /^Bearer ya29\.fake-\d+$/);
+    }
+    const second = vertex.calls[1]!.body;
+    assert.deepEqual(second.contents.at(-2), { role: 'model', parts: [{ functionCall: { name: 'read_file', args: { file_path: file } }, thoughtSignature: signature }] });
+    assert.deepEqual(second.contents.at(-1), { role: 'user', parts: [{ functionResponse: { name: 'read_file', response: { output: 'PINEAPPLE-7\n' } } }] });
+
+    await gw.flush();
+    const rows = await gw.store.db.selectFrom('generations').selectAll().where('key_id', '=', key.id).orderBy('created_at').execute();
+    assert.deepEqual(rows.map((r) => [r.api, r.status, r.prompt_tokens, r.completion_tokens, r.provider]), [
+      ['gemini', 'success', 700, 12, 'vx'],
+      ['gemini', 'success', 730, 7, 'vx'],
+    ]);
+    assert.deepEqual(JSON.parse(rows[1]!.detail).warnings, ['functionCall/functionResponse id left out of 2 parts: Vertex AI does not accept it (calls and responses pair by name and order)']);
   });
 });
