@@ -178,6 +178,9 @@ describe('Gemini CLI (gemini -p) through the Gemini API ingress', { skip: !insta
     }
     const [first, second] = gemini.requests.map((r) => r.json as Json) as [Json, Json];
     assert.match(first.systemInstruction.parts[0].text, /^You are a non-interactive CLI agent/); // the CLI's prompt for gemini-2.5 models
+    // What the CLI sends for a gemini-2.5 model, as it sent it.
+    assert.deepEqual(Object.keys(first).sort(), ['contents', 'generationConfig', 'systemInstruction', 'tools']);
+    assert.deepEqual(first.generationConfig, { temperature: 1, topP: 0.95, topK: 64, thinkingConfig: { includeThoughts: true, thinkingBudget: 8192 } });
     assert.ok((first.tools[0].functionDeclarations as Json[]).some((d) => d.name === 'read_file'));
     assert.ok(JSON.stringify(first.contents.at(-1)).includes('What does input.txt say?'));
     // Turn 2: the model's call, with its signature as the upstream sent it, then the function response.
@@ -219,6 +222,7 @@ describe('Gemini CLI (gemini -p) through the Gemini API ingress', { skip: !insta
       assert.equal(c.query.get('alt'), 'sse');
       assert.match(String(c.headers.authorization), /^Bearer ya29\.fake-\d+$/);
     }
+    assert.deepEqual(vertex.calls[0]!.body.generationConfig, { temperature: 1, topP: 0.95, topK: 64, thinkingConfig: { includeThoughts: true, thinkingBudget: 8192 } });
     const second = vertex.calls[1]!.body;
     assert.deepEqual(second.contents.at(-2), { role: 'model', parts: [{ functionCall: { name: 'read_file', args: { file_path: file } }, thoughtSignature: signature }] });
     assert.deepEqual(second.contents.at(-1), { role: 'user', parts: [{ functionResponse: { name: 'read_file', response: { output: 'PINEAPPLE-7\n' } } }] });
