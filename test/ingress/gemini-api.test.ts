@@ -194,6 +194,26 @@ describe('Gemini API ingress over HTTP', () => {
       assert.equal(elements[1]!.error.status, 'INTERNAL');
       assert.equal(elements[1]!.error.details[0].domain, 'opinference');
     });
+
+    it('native with the response cache: the live answer relayed, a hit replayed as a well-formed array of the same answer', async () => {
+      const body = { ...HELLO, contents: [{ role: 'user', parts: [{ text: 'cache me' }] }], op: { cache: true } };
+      gemini.setDefault({ framing: 'gemini', sse: [gEvent([{ text: 'Cached ' }]), gEvent([{ text: 'answer.' }], { finishReason: 'STOP' }, { promptTokenCount: 3, candidatesTokenCount: 2, totalTokenCount: 5 })] });
+      const live = await post('/v1beta/models/google/gemini-x:streamGenerateContent', body);
+      assert.equal(live.headers.get('x-op-cache'), 'MISS');
+      assert.deepEqual(jsonArrayElements(await live.text()).map((e) => e.responseId), ['up-resp-1', 'up-resp-1']);
+      let hit: Response | undefined;
+      // The entry is stored after the response: ask until it is there.
+      for (let i = 0; i < 40 && !hit; i++) {
+        const res = await post('/v1beta/models/google/gemini-x:streamGenerateContent', body);
+        if (res.headers.get('x-op-cache') === 'HIT') hit = res;
+        else await res.text();
+        if (!hit) await new Promise((r) => setTimeout(r, 25));
+      }
+      assert.ok(hit, 'no cache hit');
+      const elements = jsonArrayElements(await hit.text());
+      assert.equal(elements.map((e) => (e.candidates[0].content.parts as Json[]).map((p) => p.text).join('')).join(''), 'Cached answer.');
+      assert.equal(elements.at(-1)!.candidates[0].finishReason, 'STOP');
+    });
   });
 
   describe('GET models and models/{model}', () => {
