@@ -18,12 +18,13 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { startUpstream, type Upstream } from '../helpers/replay-upstream.js';
+import { testLogFile } from '../helpers/test-output.js';
 import { startVertexFake, type VertexFake } from '../helpers/vertex-fake.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -45,6 +46,8 @@ const chunk = (delta: Json, finish: string | null = null) => JSON.stringify({ id
 const usage = (p: number, c: number) => JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'up', choices: [], usage: { prompt_tokens: p, completion_tokens: c, total_tokens: p + c } });
 const gEvent = (parts: Json[], extra: Json = {}, usageMetadata?: Json) =>
   JSON.stringify({ candidates: [{ content: { role: 'model', parts }, index: 0, ...extra }], ...(usageMetadata ? { usageMetadata } : {}), modelVersion: 'gemini-2.5-flash', responseId: 'up-resp' });
+
+const DOT_PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 
 interface Run { code: number | null; stdout: string; stderr: string }
 
@@ -103,6 +106,7 @@ describe('Gemini CLI (gemini -p) through the Gemini API ingress', { skip: !insta
       models: [
         { id: 'test/coder', context_length: 200000, endpoints: [{ provider: 'oa', upstream_model: 'coder-1', pricing: { prompt: 1, completion: 2 }, supported_parameters: ['tools', 'tool_choice', 'reasoning', 'temperature', 'top_p', 'top_k', 'max_tokens', 'stop', 'seed', 'response_format'] }] },
         { id: 'google/gemini-2.5-flash', aliases: ['gemini-2.5-flash'], context_length: 1_000_000, endpoints: [{ provider: 'gem', upstream_model: 'gemini-2.5-flash', pricing: { prompt: 0.3, completion: 2.5 }, supported_parameters: ['tools', 'tool_choice', 'reasoning', 'temperature', 'top_p', 'top_k', 'max_tokens', 'stop', 'seed', 'response_format'] }] },
+        { id: 'test/vision', context_length: 200000, architecture: { input_modalities: ['text', 'image'] }, endpoints: [{ provider: 'oa', upstream_model: 'vision-1', supported_parameters: ['tools', 'tool_choice', 'temperature', 'top_p', 'top_k', 'max_tokens'] }] },
         { id: 'google/gemini-2.5-pro', aliases: ['gemini-2.5-pro'], context_length: 1_000_000, endpoints: [{ provider: 'vx', upstream_model: 'gemini-2.5-pro', pricing: { prompt: 1.25, completion: 10 }, supported_parameters: ['tools', 'tool_choice', 'reasoning', 'temperature', 'top_p', 'top_k', 'max_tokens', 'stop', 'seed', 'response_format'] }] },
       ],
     });
@@ -110,6 +114,8 @@ describe('Gemini CLI (gemini -p) through the Gemini API ingress', { skip: !insta
     work = mkdtempSync(path.join(tmpdir(), 'op-gemini-work-'));
     file = path.join(work, 'input.txt');
     writeFileSync(file, 'PINEAPPLE-7\n');
+    // A 1×1 PNG, for read_file's inline-data answer.
+    writeFileSync(path.join(work, 'dot.png'), Buffer.from(DOT_PNG, 'base64'));
     mkdirSync(path.join(home, '.gemini'));
     writeFileSync(path.join(home, '.gemini', 'settings.json'), JSON.stringify(GEMINI_CLI_SETTINGS, null, 2));
   });
@@ -234,5 +240,37 @@ describe('Gemini CLI (gemini -p) through the Gemini API ingress', { skip: !insta
       ['gemini', 'success', 730, 7, 'vx'],
     ]);
     assert.deepEqual(JSON.parse(rows[1]!.detail).warnings, ['functionCall/functionResponse id left out of 2 parts: Vertex AI does not accept it (calls and responses pair by name and order)']);
+  });
+
+  test('read_file on an image (translated): the CLI counts its tokens with :countTokens, the image goes up as an image part after the tool message', async () => {
+    const key = await gw.createKey('gemini-cli-image');
+    const image = path.join(work, 'dot.png');
+    const logFile = testLogFile('gateway');
+    const logStart = readFileSync(logFile, 'utf8').length;
+    openai.enqueue(
+      { sse: [chunk({ role: 'assistant', tool_calls: [{ index: 0, id: 'call_img', type: 'function', function: { name: 'read_file', arguments: JSON.stringify({ file_path: image }) } }] }), chunk({}, 'tool_calls'), usage(500, 9)] },
+      { sse: [chunk({ role: 'assistant', content: 'A single dot.' }), chunk({}, 'stop'), usage(600, 4)] },
+    );
+    const before = openai.requests.length;
+    const run = await geminiPrompt(home, work, gw.origin, key.secret, 'test/vision', 'What is in dot.png?');
+    assert.equal(run.code, 0, `gemini exited with ${run.code}\n${run.stdout}\n${run.stderr.slice(-3000)}`);
+    assert.equal(run.stdout.trim(), 'A single dot.');
+    assert.equal(openai.requests.length, before + 2);
+    const second = openai.requests.at(-1)!.json as Json;
+    assert.deepEqual(second.messages.slice(-3), [
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_img', type: 'function', function: { name: 'read_file', arguments: JSON.stringify({ file_path: image }) } }] },
+      { role: 'tool', tool_call_id: 'call_img', content: JSON.stringify({ output: 'Binary content provided (1 item(s)).' }) },
+      { role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/png;base64,${DOT_PNG}` } }] },
+    ]);
+    // The request with inline data was counted first (the gateway's estimate; nothing upstream, nothing recorded).
+    const urls = readFileSync(logFile, 'utf8').slice(logStart).split('\n').filter((l) => l.includes('"msg":"request"')).map((l) => { const j = JSON.parse(l) as Json; return `${j.status as number} ${j.url as string}`; });
+    assert.deepEqual(urls, [
+      '200 /v1beta/models/test/vision:streamGenerateContent?alt=sse',
+      '200 /v1beta/models/test/vision:countTokens',
+      '200 /v1beta/models/test/vision:streamGenerateContent?alt=sse',
+    ]);
+    await gw.flush();
+    const rows = await gw.store.db.selectFrom('generations').selectAll().where('key_id', '=', key.id).orderBy('created_at').execute();
+    assert.deepEqual(rows.map((r) => [r.finish_reason, r.prompt_tokens, r.completion_tokens]), [['tool_calls', 500, 9], ['stop', 600, 4]]);
   });
 });
