@@ -82,8 +82,8 @@ export interface ModelListShape {
    * @throws GatewayError `invalid_request` for a bad query parameter.
    */
   body(models: readonly ModelConfig[], query: Readonly<Record<string, string | undefined>>): unknown;
-  /** One model in this shape (the API's `get-model` route). */
-  one?(model: ModelConfig): unknown;
+  /** One model in this shape (the API's `get-model` route), under `name`: the id or the alias asked for (default the id). */
+  one?(model: ModelConfig, name?: string): unknown;
 }
 
 /** Identity shared by a response and every event of its stream. `created` is Unix seconds. */
@@ -114,6 +114,13 @@ export interface StreamEncoder {
   error(err: GatewayError, requestId: string, usage: Usage | null, costUsd: number | undefined): string;
   /** The last bytes of the stream (OpenAI: `data: [DONE]`). */
   done(): string;
+  /**
+   * The pass-through lane in the API's own framing: one upstream SSE event's `data` (the
+   * upstream's bytes, not re-encoded) as this API's stream writes it — the Gemini API's streamed
+   * JSON array takes `[`, then elements joined by `,\r\n` ({@link done} writes the `]`). Unset:
+   * the events are relayed as SSE, as received.
+   */
+  relay?(data: string): string;
   /**
    * The complete response object after `finish` or `error`, for APIs that keep responses
    * (Responses' `store`); undefined before.

@@ -109,8 +109,9 @@ export interface NativeLane<Req = unknown> {
   readonly relayUpstream?: boolean;
   /**
    * Whether a stream of this request is relayed as the upstream's events (with
-   * {@link relayUpstream}); false has the API's encoder write it from the parsed events (the
-   * Gemini API's streamed JSON array, from the upstream's SSE). Unset: always.
+   * {@link relayUpstream}); false has the API's encoder write it from the parsed events. Unset:
+   * always. (An API whose stream is not SSE frames the relayed events itself: its encoder's
+   * `relay`, e.g. the Gemini API's streamed JSON array.)
    */
   relaysStream?(req: Req): boolean;
   /** The endpoint flag this lane needs; unset: every endpoint of the kind serves it. */

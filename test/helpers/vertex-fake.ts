@@ -12,8 +12,10 @@
  *   `UNAUTHENTICATED` in Google's envelope; a project other than {@link VertexFake.project} is
  *   403 `PERMISSION_DENIED`; an unknown publisher or method is 404 `NOT_FOUND`;
  * - Gemini methods (`:generateContent`, `:streamGenerateContent` — `?alt=sse` for SSE, else one
- *   JSON array —, `:predict`) refuse a content without `role` (400 `INVALID_ARGUMENT` "Please use
- *   a valid role: user, model.") and a `predict` instance without `content`;
+ *   JSON array —, `:countTokens`, `:predict`) refuse a content without `role` (400
+ *   `INVALID_ARGUMENT` "Please use a valid role: user, model."), an `id` in a `functionCall` or
+ *   `functionResponse` part (400 `Unknown name "id" at 'contents[i].parts[j].function_call'`: Vertex's
+ *   REST schema has no such field) and a `predict` instance without `content`;
  * - Claude methods (`:rawPredict`, `:streamRawPredict`, `count-tokens:rawPredict`) refuse, in the
  *   Anthropic envelope, a body with `model` (it belongs in the path), without `anthropic_version`,
  *   or without `max_tokens`; `stream: true` must match `:streamRawPredict`.
@@ -262,6 +264,13 @@ function checkCall(c: VertexCall): { status: number; body: unknown } | undefined
     const contents = c.body.contents as unknown;
     if (!Array.isArray(contents) || contents.length === 0) return { status: 400, body: googleError(400, 'INVALID_ARGUMENT', 'Unable to submit request because it has an empty contents field.') };
     if (contents.some((x: Json) => x?.role !== 'user' && x?.role !== 'model')) return { status: 400, body: googleError(400, 'INVALID_ARGUMENT', 'Please use a valid role: user, model.') };
+    for (const [i, x] of (contents as Json[]).entries()) {
+      for (const [j, part] of ((x.parts ?? []) as Json[]).entries()) {
+        for (const [member, field] of [['functionCall', 'function_call'], ['functionResponse', 'function_response']] as const) {
+          if (part?.[member] && 'id' in part[member]) return { status: 400, body: googleError(400, 'INVALID_ARGUMENT', `Invalid JSON payload received. Unknown name "id" at 'contents[${i}].parts[${j}].${field}': Cannot find field.`) };
+        }
+      }
+    }
     return undefined;
   }
   if (c.publisher === 'anthropic') {
@@ -280,11 +289,13 @@ function checkCall(c: VertexCall): { status: number; body: unknown } | undefined
   return { status: 404, body: googleError(404, 'NOT_FOUND', `Publisher ${c.publisher} not found.`) };
 }
 
-/** The default answer of a method: Gemini text (SSE for `alt=sse`, else a JSON array for streams), embeddings, Claude text. */
+/** The default answer of a method: Gemini text (SSE for `alt=sse`, else a JSON array for streams), a token count, embeddings, Claude text. */
 function defaultReply(c: VertexCall): VertexReply {
   switch (c.method) {
     case 'generateContent':
       return { json: GEMINI_TEXT };
+    case 'countTokens':
+      return { json: { totalTokens: JSON.stringify(c.body.contents ?? []).split(/\s+/).length, totalBillableCharacters: JSON.stringify(c.body.contents ?? []).length } };
     case 'streamGenerateContent': {
       const events = [
         { ...GEMINI_TEXT, candidates: [{ content: { role: 'model', parts: [{ text: 'Hello from ' }] }, index: 0 }] },

@@ -106,8 +106,9 @@ class StreamRelay {
   relayedText = '';
 
   /**
-   * Pass-through lane: relay one upstream event as it came (`event:` name and `data:`), while
-   * its parts feed the record. Events before the first content are held, so an error there can
+   * Pass-through lane: relay one upstream event as it came (`event:` name and `data:`; or its
+   * data in the API's own framing when the encoder has {@link StreamEncoder.relay}), while its
+   * parts feed the record. Events before the first content are held, so an error there can
    * still fail over.
    */
   relayEvent(event: { data: string; event?: string | undefined }, parts: StreamPart[]): Promise<void> | undefined {
@@ -117,9 +118,10 @@ class StreamRelay {
       this.acc.add(part);
       if (part.type !== 'finish' && part.type !== 'usage') content = true;
     }
-    const text = `${event.event !== undefined ? `event: ${event.event}\n` : ''}data: ${event.data}\n\n`;
+    const text = this.encoder.relay ? this.encoder.relay(event.data) : `${event.event !== undefined ? `event: ${event.event}\n` : ''}data: ${event.data}\n\n`;
     this.pending += text;
-    if (this.a.draft.keepRelayed) this.relayedText += text;
+    // Only SSE as received is kept for the response cache (a hit in another framing replays the internal result).
+    if (this.a.draft.keepRelayed && !this.encoder.relay) this.relayedText += text;
     if (content) this.a.draft.markFirstToken();
     if (!content && !this.a.state.outputStarted) return undefined;
     if (!this.a.state.outputStarted) {
@@ -333,9 +335,14 @@ async function endStream(a: Attempt, ingress: GenerationIngress, relay: StreamRe
     return replyFailure(sink, state, ingress, draft, failure, target.model.id, input.request, { encoder, before: relay.closeBlock(), usage: draft.usage, costUsd });
   }
   if (relay.raw) {
-    // The upstream's own events, message_stop included, are with the client: nothing to add.
-    if (draft.keepRelayed) draft.relayed = { events: relay.relayedText };
-    sink.end(relay.takePending());
+    // The upstream's own events, message_stop included, are with the client: nothing to add
+    // (but the end of the API's own framing: the streamed JSON array's `]`).
+    if (!encoder.relay) {
+      if (draft.keepRelayed) draft.relayed = { events: relay.relayedText };
+      sink.end(relay.takePending());
+    } else {
+      sink.end(relay.takePending() + encoder.done());
+    }
     return;
   }
   if (acc.finish?.finishReason === 'length' && acc.reasoningOnly(draft.usage)) {

@@ -7,6 +7,7 @@ import { requestImageFetcher } from '../gemini/fetch-image.js';
 import { convertToVertexAnthropicRequest, convertToVertexGeminiRequest, type VertexSettings } from './convert-to-vertex-request.js';
 import { convertToVertexEmbeddingRequest } from './convert-to-vertex-embedding-request.js';
 import { convertVertexEmbeddingResponse } from './convert-vertex-embedding-response.js';
+import { vertexGenerateContentLane } from './native/generate-content.js';
 import { vertexMessagesLane } from './native/messages.js';
 import { createVertexCredentials } from './vertex-credentials.js';
 import { parseVertexErrorResponse } from './vertex-error.js';
@@ -18,7 +19,8 @@ import { createVertexStreamTransform } from './vertex-stream-transform.js';
  * cached token. By the provider's `vertex.publisher`:
  * - `google`: Gemini models through `:generateContent` / `:streamGenerateContent?alt=sse` with the
  *   gemini kind's conversions, parsers and stream transform (image URLs fetched with the
- *   provider's `image_fetch` settings); embeddings through `:predict` (text-embedding models);
+ *   provider's `image_fetch` settings); the Gemini API's pass-through lane
+ *   (native/generate-content.ts); embeddings through `:predict` (text-embedding models);
  * - `anthropic`: Claude models through `:rawPredict` / `:streamRawPredict`: the Messages API's
  *   pass-through lane (native/messages.ts), the other client APIs translated with the anthropic
  *   kind's conversion; no embeddings.
@@ -43,7 +45,7 @@ export function createVertexAdapter(provider: ProviderConfig): ProviderAdapter {
     };
   }
   return {
-    native: {},
+    native: { gemini: vertexGenerateContentLane(settings, credentials) },
     // One fetcher per request: its image count and byte caps are per request.
     buildChatCall: (req, target, stream) => convertToVertexGeminiRequest(req, target, stream, settings, credentials, requestImageFetcher(provider.image_fetch)),
     buildEmbeddingCall: (req, target) => convertToVertexEmbeddingRequest(req, target, settings, credentials),

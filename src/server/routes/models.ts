@@ -7,6 +7,7 @@ import type { ResolvedEndpoint } from '../../routing/resolved-endpoint.js';
 import { modelVisibleTo } from '../../routing/catalog.js';
 import { MODEL_LIST_SHAPES } from '../../ingress/registry.js';
 import { registerProviderRoutes } from './providers.js';
+import { shapedModel } from './model-shapes.js';
 
 /** USD per 1M tokens → USD per token as an exact decimal string (OpenRouter's catalog unit). */
 const perToken = (price: number | string): string => picoToUsdString(toMicros(price));
@@ -127,7 +128,8 @@ export function endpointObject(t: ResolvedEndpoint, runtime: GatewayRuntime) {
  * `GET /v1/models` and `GET /v1/models/{author}/{slug}`. A key with `allowed_models` sees only
  * those models: the others are left out of the list and are a 404, like a model not configured.
  * The list comes in a client API's own shape when the request asks for it (the adapters'
- * `modelList`: Anthropic's with `anthropic-version`), else in OpenAI/OpenRouter's.
+ * `modelList`: Anthropic's with `anthropic-version`, Gemini's with `x-goog-api-key`), else in
+ * OpenAI/OpenRouter's; so does one model when the shape has one (Gemini's `Model`).
  */
 export function registerModelRoutes(app: FastifyInstance, rt: () => GatewayRuntime): void {
   app.get('/v1/models', { config: { ownsPath: true } }, async (req) => {
@@ -143,7 +145,11 @@ export function registerModelRoutes(app: FastifyInstance, rt: () => GatewayRunti
     if (!entry || !modelVisibleTo(req.apiKey.settings.allowed_models, id)) throw new GatewayError('not_found', `no model ${JSON.stringify(id)} in the catalog`, { param: 'model' });
     return entry;
   };
-  const retrieve = (req: FastifyRequest, id: string) => modelObject(entryFor(req, id).model);
+  // A Google client on `/v1` (`apiVersion: "v1"`) gets Gemini's Model, aliases included.
+  const retrieve = (req: FastifyRequest, id: string) => {
+    const shape = MODEL_LIST_SHAPES.find((s) => s.one && s.wants(req.headers));
+    return shape ? shapedModel(rt(), req.apiKey.settings.allowed_models, shape, id) : modelObject(entryFor(req, id).model);
+  };
   app.get<{ Params: { author: string; slug: string } }>('/v1/models/:author/:slug', async (req) => retrieve(req, `${req.params.author}/${req.params.slug}`));
   app.get<{ Params: { author: string; slug: string } }>('/v1/models/:author/:slug/endpoints', async (req) => {
     return { data: modelEndpointsObject(entryFor(req, `${req.params.author}/${req.params.slug}`), rt()) };

@@ -31,21 +31,24 @@ function unwrapCountRequest(body: unknown): unknown {
   return { ...(inner as Record<string, unknown>), model: b!.model, stream: false, alt: 'sse', models: b!.models, provider: b!.provider, op: b!.op };
 }
 
+/** Whether an endpoint is Gemini itself: kind `gemini`, or `vertex` with publisher `google` (both take the Gemini API natively). */
+const isGemini = (p: PlannedEndpoint): boolean => p.target.provider.kind === 'gemini' || (p.target.provider.kind === 'vertex' && p.target.provider.vertex?.publisher === 'google');
+
 /**
  * Google's built-in tools (`googleSearch`, `urlContext`, `codeExecution` …) run only on Gemini
- * itself: a request with one is served by `gemini` endpoints only (their native lane sends the
- * tool on).
+ * itself: a request with one is served by `gemini` endpoints and Gemini-on-Vertex endpoints
+ * only (their native lanes send the tool on).
  * @throws GatewayError `unsupported_parameter` (400, `param` = the tool) when the model has no
- *   `gemini` endpoint.
+ *   such endpoint.
  */
 function restrictToGoogleTools(req: GeminiApiRequest, plan: PlannedEndpoint[]): PlannedEndpoint[] {
   const builtIn = builtInTools(req);
   if (builtIn.length === 0) return plan;
-  const serving = plan.filter((p) => p.target.provider.kind === 'gemini');
+  const serving = plan.filter(isGemini);
   if (serving.length > 0) return serving;
   const first = builtIn[0]!;
   const kinds = [...new Set(plan.map((p) => p.target.provider.kind))].join(', ');
-  throw new GatewayError('unsupported_parameter', `tools[${first.index}].${first.name}: Google's built-in tools run only on gemini endpoints, and ${JSON.stringify(req.model)} is served by ${kinds}; declare the function yourself or pick a Gemini model`, { param: `tools[${first.index}].${first.name}` });
+  throw new GatewayError('unsupported_parameter', `tools[${first.index}].${first.name}: Google's built-in tools run only on gemini endpoints (and vertex ones of publisher google), and ${JSON.stringify(req.model)} is served by ${kinds}; declare the function yourself or pick a Gemini model`, { param: `tools[${first.index}].${first.name}` });
 }
 
 /**

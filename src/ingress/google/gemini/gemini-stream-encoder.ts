@@ -15,6 +15,8 @@ export type GeminiStreamFraming = 'sse' | 'json';
  * `alt=sse` → `data: <json>\r\n\r\n` events (no `[DONE]`, as Google sends); otherwise the JSON
  * array Google streams (`[`, elements joined by `,`, `]`). A failure is an element or event
  * `{"error":{code, message, status, details}}` (Gemini's envelope, the catalog's code in `details`).
+ * On the native lane to a `gemini` endpoint the upstream's own `alt=sse` events are relayed: as
+ * received for `alt=sse`, and as the array's elements, byte for byte, through `relay` otherwise.
  * @see https://ai.google.dev/api/generate-content#method:-models.streamgeneratecontent
  */
 export function geminiStreamEncoder(ident: ResponseIdentity, framing: GeminiStreamFraming): StreamEncoder {
@@ -26,10 +28,12 @@ export function geminiStreamEncoder(ident: ResponseIdentity, framing: GeminiStre
     opened = true;
     return '[';
   };
+  /** One element of the JSON array: `[` before the first, `,\r\n` before the others. */
+  const element = (json: string): string => open() + (sent++ === 0 ? '' : ',\r\n') + json;
   const frame = (body: unknown): string => {
     const json = JSON.stringify(body);
     if (framing === 'sse') return `data: ${json}\r\n\r\n`;
-    return open() + (sent++ === 0 ? '' : ',\r\n') + json;
+    return element(json);
   };
   /** The function call whose arguments are still arriving. */
   let pending: { id: string; name: string; args: string; signature?: string } | undefined;
@@ -42,6 +46,7 @@ export function geminiStreamEncoder(ident: ResponseIdentity, framing: GeminiStre
     return [p];
   };
   return {
+    ...(framing === 'json' ? { relay: element } : {}),
     start: open,
     part(p) {
       switch (p.type) {

@@ -55,4 +55,4 @@ export function geminiModelList(models: readonly ModelConfig[], query: Readonly<
 }
 
 /** Gemini's list and model shapes, for the Gemini adapter's `modelList`. */
-export const geminiModelListShape: ModelListShape = { wants: wantsGeminiModelList, body: geminiModelList, one: (m) => geminiModel(m) };
+export const geminiModelListShape: ModelListShape = { wants: wantsGeminiModelList, body: geminiModelList, one: (m, name) => geminiModel(m, name) };

@@ -64,15 +64,15 @@ export function nativeCountTokensCall(req: NativeGeminiRequest, target: Provider
 }
 
 /**
- * The Gemini API's native lane of the `gemini` kind. A stream is relayed as the upstream's own
- * events only when the client asked for `alt=sse`; the streamed JSON array is written by the
- * ingress's encoder from the parsed events (signatures kept). No endpoint flag is needed.
+ * The Gemini API's native lane of the `gemini` kind. The upstream is always asked for `alt=sse`,
+ * and its events are relayed as they came: as SSE when the client asked for `alt=sse`, else as
+ * the elements of the streamed JSON array (the ingress's encoder `relay`s their bytes). No
+ * endpoint flag is needed.
  */
 export const GEMINI_GENERATE_CONTENT_LANE: NativeLane<NativeGeminiRequest> = {
   native: true,
   operation: 'chat',
   relayUpstream: true,
-  relaysStream: (req) => req.alt === 'sse',
   buildCall: (req, target, stream) => nativeGenerateContentCall(req, target, stream),
   countTokens: (req, target) => nativeCountTokensCall(req, target),
   readCount: (body) => {
