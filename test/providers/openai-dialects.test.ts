@@ -40,6 +40,17 @@ describe('openai dialects', () => {
   ];
   const tools = [{ type: 'function', function: { name: 'w', parameters: { type: 'object', properties: {} } } }, { type: 'function', function: { name: 'x' } }];
 
+  test('a reasoning budget without an effort reaches an effort-only dialect as an effort, not lost', async () => {
+    const u = up('vllm');
+    const sent: unknown[] = [];
+    for (const reasoning of [{ max_tokens: 1024 }, { max_tokens: 8192 }, { max_tokens: 32000 }, { enabled: true }, { exclude: true }]) {
+      u.enqueue({ json: { id: 'x', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 } } });
+      await client.chat.completions.create({ model: 'test/vllm', messages: [{ role: 'user', content: 'think' }], max_tokens: 100, reasoning } as never);
+      sent.push((u.requests.at(-1)!.json as Json).reasoning_effort);
+    }
+    assert.deepEqual(sent, ['low', 'medium', 'high', 'medium', undefined]);
+  });
+
   test('vLLM: max_tokens, stream_options only with stream, reasoning echoed as `reasoning`, integer error codes', async () => {
     const u = up('vllm');
     u.enqueue({ json: { id: 'x', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'ok', reasoning: 'thought' }, finish_reason: 'stop', stop_reason: null }], usage: { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 } } });

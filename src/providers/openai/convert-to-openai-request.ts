@@ -1,4 +1,4 @@
-import type { ChatMessage, ChatRequest, ContentPart } from '../../core/chat-types.js';
+import type { ChatMessage, ChatRequest, ContentPart, ReasoningEffort } from '../../core/chat-types.js';
 import { requestedOutputLimit } from '../../core/output-limit.js';
 import type { ProviderTarget } from '../types.js';
 import { DIALECTS, type ContentMode, type OpenAIDialect } from './dialects.js';
@@ -79,8 +79,23 @@ function assertStringContent(messages: ChatMessage[], target: ProviderTarget): v
 }
 
 /** Reasoning settings in the dialect's form. */
+/**
+ * The effort an effort-only upstream gets for a token budget (`reasoning.max_tokens`, as Claude
+ * Code, the Gemini CLI's `thinkingBudget` and Anthropic-style clients send): the inverse of
+ * OpenRouter's fixed budget table (low 1024, medium 4096, high 16000 tokens), split at the
+ * midpoints; `enabled: true` alone is medium, as OpenRouter defines it.
+ * @see https://openrouter.ai/docs/use-cases/reasoning-tokens
+ */
+export function effortForBudget(reasoning: NonNullable<ChatRequest['reasoning']>): ReasoningEffort | undefined {
+  const budget = reasoning.max_tokens;
+  if (budget === undefined) return reasoning.enabled === true ? 'medium' : undefined;
+  if (budget <= 0) return 'none';
+  return budget < 2048 ? 'low' : budget < 10_000 ? 'medium' : 'high';
+}
+
 function applyReasoning(req: ChatRequest, body: Record<string, unknown>, supported: readonly string[], dialect: OpenAIDialect, dropped: string[]): void {
-  const effort = req.reasoning_effort ?? req.reasoning?.effort;
+  // A budget without an effort is converted for an effort-only dialect, not lost.
+  const effort = req.reasoning_effort ?? req.reasoning?.effort ?? (dialect.reasoningParam === 'reasoning_effort' && req.reasoning ? effortForBudget(req.reasoning) : undefined);
   if (req.reasoning === undefined && req.reasoning_effort == null) return;
   const allowed = supported.includes('reasoning') || supported.includes('reasoning_effort');
   if (!allowed || dialect.reasoningParam === 'none') {
