@@ -130,7 +130,7 @@ export function endpointObject(t: ResolvedEndpoint, runtime: GatewayRuntime) {
  * `modelList`: Anthropic's with `anthropic-version`), else in OpenAI/OpenRouter's.
  */
 export function registerModelRoutes(app: FastifyInstance, rt: () => GatewayRuntime): void {
-  app.get('/v1/models', { config: { ownsPath: true } }, async (req) => {
+  app.get('/v1/models', { config: { ownsPath: true, teamRoles: true } }, async (req) => {
     const allowed = req.apiKey.settings.allowed_models;
     const shape = MODEL_LIST_SHAPES.find((s) => s.wants(req.headers));
     if (shape) {
@@ -144,11 +144,11 @@ export function registerModelRoutes(app: FastifyInstance, rt: () => GatewayRunti
     return entry;
   };
   const retrieve = (req: FastifyRequest, id: string) => modelObject(entryFor(req, id).model);
-  app.get<{ Params: { author: string; slug: string } }>('/v1/models/:author/:slug', async (req) => retrieve(req, `${req.params.author}/${req.params.slug}`));
-  app.get<{ Params: { author: string; slug: string } }>('/v1/models/:author/:slug/endpoints', async (req) => {
+  app.get<{ Params: { author: string; slug: string } }>('/v1/models/:author/:slug', { config: { teamRoles: true } }, async (req) => retrieve(req, `${req.params.author}/${req.params.slug}`));
+  app.get<{ Params: { author: string; slug: string } }>('/v1/models/:author/:slug/endpoints', { config: { teamRoles: true } }, async (req) => {
     return { data: modelEndpointsObject(entryFor(req, `${req.params.author}/${req.params.slug}`), rt()) };
   });
   registerProviderRoutes(app, rt);
   // The OpenAI SDK's models.retrieve('author/slug') encodes the slash: /v1/models/author%2Fslug.
-  app.get<{ Params: { id: string } }>('/v1/models/:id', async (req) => retrieve(req, req.params.id));
+  app.get<{ Params: { id: string } }>('/v1/models/:id', { config: { teamRoles: true } }, async (req) => retrieve(req, req.params.id));
 }
