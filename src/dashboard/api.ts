@@ -53,11 +53,13 @@ export interface SsoUser {
  */
 export async function ssoState(): Promise<{ configured: boolean; user: SsoUser | null }> {
   try {
-    const { data } = await request<{ data: SsoUser }>('GET', '/auth/me', { key: '' });
-    sso.csrf = data.csrf_token;
-    return { configured: true, user: data };
+    const { data, sso_enabled } = await request<{ data: SsoUser | null; sso_enabled: boolean }>('GET', '/auth/me', { key: '' });
+    sso.csrf = data?.csrf_token ?? null;
+    return { configured: sso_enabled, user: data };
   } catch (err) {
+    // A session cookie the gateway no longer accepts (another secret): sign in again.
     if (err instanceof ApiError && err.status === 401) return { configured: true, user: null };
+    // An older gateway without /auth/me: keys only.
     if (err instanceof ApiError && err.status === 404) return { configured: false, user: null };
     throw err;
   }

@@ -144,7 +144,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): () => Reg
   registerKeyRoutes(app, rt, db, keys);
   registerTeamRoutes(app, rt, db, keys);
   registerMcpRoutes(app, rt);
-  if (sso) registerAuthRoutes(app, sso, db);
+  registerAuthRoutes(app, sso, db);
   registerMethodNotAllowed();
   registerDashboard(app);
   return routes;

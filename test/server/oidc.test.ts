@@ -57,6 +57,22 @@ describe('single sign-on against a real OpenID provider', () => {
     // A role that is none of the three forms is refused when the file is read.
     assert.throws(() => parseConfig({ dashboard: { oidc: { issuer: 'https://id.example.com', client_id: 'x', role_mapping: { a: 'owner' } } } }, 'test'), /role_mapping\.a: must be "admin", "team_admin:<team>" or "viewer:<team>"/);
   });
+
+  test('without dashboard.oidc: /auth/me says so, the login routes do not exist, a stray session cookie is ignored', async () => {
+    const plain = await startGateway({});
+    try {
+      const me = await fetch(`${plain.origin}/auth/me`);
+      assert.equal(me.status, 200);
+      assert.deepEqual(await me.json(), { data: null, sso_enabled: false });
+      assert.equal((await fetch(`${plain.origin}/auth/login`, { redirect: 'manual' })).status, 404);
+      assert.equal((await fetch(`${plain.origin}/auth/logout`, { method: 'POST' })).status, 404);
+      const res = await fetch(`${plain.origin}/v1/keys`, { headers: { cookie: 'op_session=anything' } });
+      assert.equal(res.status, 401);
+      assert.equal(((await res.json()) as Json).error.code, 'missing_api_key');
+    } finally {
+      await plain.close();
+    }
+  });
 });
 
 describe('single sign-on in headless Chromium', { skip: skip ?? false, timeout: 300_000 }, () => {
@@ -329,8 +345,8 @@ describe('single sign-on in headless Chromium', { skip: skip ?? false, timeout: 
     assert.equal((await context.cookies(gw.origin)).find((c) => c.name === 'op_session'), undefined);
     await page.goto(`${gw.origin}/`);
     await page.locator('#sso-signin').waitFor();
-    const me = await page.evaluate(async () => (await fetch('/auth/me')).status);
-    assert.equal(me, 401);
+    const me = (await page.evaluate(async () => (await fetch('/auth/me')).json())) as Json;
+    assert.deepEqual(me, { data: null, sso_enabled: true, login_url: '/auth/login' });
     await page.close();
   });
 

@@ -15,10 +15,19 @@ import type { Sso } from '../sso/sso-auth.js';
  *   (403 `sso_no_role` when no claim value is mapped);
  * - `POST /auth/logout`: the session cookie cleared (CSRF token required while signed in); the
  *   answer names the provider's logout URL when it advertises one (RP-initiated logout);
- * - `GET /auth/me`: the signed-in user, roles, teams and CSRF token; 401 `session_invalid` otherwise.
+ * - `GET /auth/me`: the signed-in user, roles, teams and CSRF token (`data`; null when not signed
+ *   in, and always without single sign-on: `sso_enabled` false); 401 `session_invalid` for a bad cookie.
  * All are public to route auth: each checks the cookies itself.
  */
-export function registerAuthRoutes(app: FastifyInstance, sso: Sso, db: Kysely<Database>): void {
+export function registerAuthRoutes(app: FastifyInstance, sso: Sso | undefined, db: Kysely<Database>): void {
+  if (!sso) {
+    // Without single sign-on the dashboard still asks, and learns it signs in with keys only.
+    app.get('/auth/me', { config: { access: 'public' } }, async (_req, reply) => {
+      reply.header('cache-control', 'no-store');
+      return { data: null, sso_enabled: false };
+    });
+    return;
+  }
   const { config, cookies, client } = sso;
   registerCookieSupport(app);
   const secureFor = (req: FastifyRequest) => req.protocol === 'https' || (config.redirect_url ?? '').startsWith('https:');
@@ -83,12 +92,14 @@ export function registerAuthRoutes(app: FastifyInstance, sso: Sso, db: Kysely<Da
   app.get('/auth/me', open, async (req, reply) => {
     reply.header('cache-control', 'no-store');
     const read = cookies.read(req, SESSION_COOKIE, sessionSchema);
-    if (read.state !== 'valid') throw new GatewayError('session_invalid', read.state === 'absent' ? 'not signed in: sign in at /auth/login' : `the dashboard session cookie is not valid: ${read.reason}; sign in again at /auth/login`);
+    if (read.state === 'absent') return { data: null, sso_enabled: true, login_url: '/auth/login' };
+    if (read.state === 'invalid') throw new GatewayError('session_invalid', `the dashboard session cookie is not valid: ${read.reason}; sign in again at /auth/login`);
     const s = read.value;
     const scope = await teamScope(db, s);
     const names = new Map((await listTeams(db)).map((t) => [t.id, t.name]));
     const teams = [...scope.read].map((id) => ({ id, name: names.get(id) ?? id, role: scope.manage.has(id) ? 'team_admin' : 'viewer' }));
     return {
+      sso_enabled: true,
       data: { sub: s.sub, name: s.name, email: s.email, roles: s.roles, is_admin: hasAdminRole(s), manages_keys: managesKeys(s), teams, csrf_token: s.csrf, expires_at: new Date(s.exp * 1000).toISOString() },
     };
   });
