@@ -184,6 +184,7 @@ describe('single sign-on in headless Chromium', { skip: skip ?? false, timeout: 
     await page.locator('.topbar .who-name').waitFor();
     assert.equal(await page.locator('.topbar .who-name').innerText(), 'Ada Admin');
     assert.equal(await page.locator('.topbar .badge-admin').count(), 1);
+    await browser.screenshot(page, 'sso-admin-usage');
     const cookie = (await context.cookies(gw.origin)).find((x) => x.name === 'op_session')!;
     assert.equal(cookie.httpOnly, true);
     assert.equal(cookie.sameSite, 'Lax');
@@ -287,6 +288,8 @@ describe('single sign-on in headless Chromium', { skip: skip ?? false, timeout: 
     await page.locator(`#key-list [data-key-id="${keys.research}"]`).waitFor();
     assert.equal(await page.locator(`#key-list [data-key-id="${keys.other}"]`).count(), 0);
     assert.equal(await page.locator('#create-key').count(), 0);
+    assert.equal(await page.locator('#key-list [data-action]').count(), 0); // no Limits…, Disable, Delete
+    await browser.screenshot(page, 'sso-viewer-keys');
     await page.close();
   });
 
@@ -345,6 +348,7 @@ describe('single sign-on in headless Chromium', { skip: skip ?? false, timeout: 
     assert.equal((await context.cookies(gw.origin)).find((c) => c.name === 'op_session'), undefined);
     await page.goto(`${gw.origin}/`);
     await page.locator('#sso-signin').waitFor();
+    await browser.screenshot(page, 'sso-signin');
     const me = (await page.evaluate(async () => (await fetch('/auth/me')).json())) as Json;
     assert.deepEqual(me, { data: null, sso_enabled: true, login_url: '/auth/login' });
     await page.close();
@@ -361,6 +365,7 @@ describe('single sign-on in headless Chromium', { skip: skip ?? false, timeout: 
     const [response] = await Promise.all([page.waitForResponse((r) => r.url().startsWith(`${gw.origin}/auth/callback`)), page.locator('button[type=submit]', { hasText: 'Continue' }).click()]);
     assert.equal(response.status(), 403);
     assert.equal(await page.locator('#sso-error').getAttribute('data-code'), 'sso_no_role');
+    await browser.screenshot(page, 'sso-no-role');
     assert.match(await page.locator('#sso-error-message').innerText(), /Nora Nobody signed in, but the account has "groups" "marketing", none of which is mapped to a role/);
     assert.equal((await context.cookies(gw.origin)).find((c) => c.name === 'op_session'), undefined);
     await page.close();

@@ -264,6 +264,7 @@ export async function keysPage(root: HTMLElement, ctx: PageContext): Promise<voi
               })
               .catch((err: unknown) => replace(flash, errorBox(err, `${k.name}:`)));
           });
+          if (!canManage) return h('div', { class: 'row-actions' }, link(route('/usage', { key_id: k.id }), 'Usage'), link(route('/requests', { key_id: k.id }), 'Requests'));
           return h(
             'div',
             { class: 'row-actions' },

@@ -65,7 +65,7 @@ export function registerAuthRoutes(app: FastifyInstance, sso: Sso | undefined, d
       if (roles.length === 0) {
         const values = claimValues(user.claims, config.roles_claim);
         const carried = values.length === 0 ? `carries no "${config.roles_claim}" claim` : `has "${config.roles_claim}" ${values.map((v) => JSON.stringify(v)).join(', ')}, none of which`;
-        throw new GatewayError('sso_no_role', `${displayName(user.claims, config.name_claim)} signed in, but the account ${carried}${values.length === 0 ? '' : ' is'} mapped to a role in dashboard.oidc.role_mapping (${Object.keys(config.role_mapping).map((v) => JSON.stringify(v)).join(', ')}); ask the gateway's operator for access`);
+        throw new GatewayError('sso_no_role', `${displayName(user.claims, config.name_claim)} signed in, but the account ${carried}${values.length === 0 ? '' : ' is'} mapped to a role in dashboard.oidc.role_mapping; ask the gateway's operator for access`);
       }
       const now = Math.floor(Date.now() / 1000);
       const email = typeof user.claims.email === 'string' ? user.claims.email : null;
