@@ -241,19 +241,20 @@ window.addEventListener('hashchange', () => void render());
 async function start(): Promise<void> {
   const key = session.key();
   replace(app, loading());
+  // Whether the gateway offers single sign-on (the sign-in page's button), and its session.
+  let user: SsoUser | null = null;
+  try {
+    const state = await ssoState();
+    ssoConfigured = state.configured;
+    user = state.user;
+  } catch {
+    // the key sign-in still works
+  }
   if (!key) {
-    // No key in this tab: a single sign-on session, if the gateway offers it.
-    try {
-      const state = await ssoState();
-      ssoConfigured = state.configured;
-      if (state.user) {
-        me = ssoMe(state.user);
-        return showApp();
-      }
-    } catch {
-      // the key sign-in still works
-    }
-    return showSignIn();
+    // No key in this tab: the single sign-on session, if there is one.
+    if (!user) return showSignIn();
+    me = ssoMe(user);
+    return showApp();
   }
   try {
     me = (await get<{ data: KeyInfo }>('/v1/key')).data;

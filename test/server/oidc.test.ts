@@ -15,6 +15,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Provider from 'oidc-provider';
 import type { BrowserContext, Page } from 'playwright-core';
+import fastifyCookie from '@fastify/cookie';
 import { buildDashboard } from '../../scripts/build-dashboard.js';
 import { ConfigError, parseConfig } from '../../src/config/load.js';
 import { buildSso } from '../../src/server/sso/sso-auth.js';
@@ -319,6 +320,14 @@ describe('single sign-on in headless Chromium', { skip: skip ?? false, timeout: 
     const payload = JSON.parse(Buffer.from(value.slice(0, dot), 'base64url').toString('utf8')) as Json;
     const forged = Buffer.from(JSON.stringify({ ...payload, sub: 'mallory' }), 'utf8').toString('base64url') + value.slice(dot);
     const flipped = value.slice(0, -2) + (value.at(-2) === 'A' ? 'B' : 'A') + value.at(-1);
+    // Correctly signed (the gateway's secret) but past its expiry.
+    const signer = fastifyCookie.signerFactory(process.env[COOKIE_ENV]!, 'sha256');
+    const expired = signer.sign(Buffer.from(JSON.stringify({ ...payload, exp: Math.floor(Date.now() / 1000) - 1 }), 'utf8').toString('base64url'));
+    const resigned = signer.sign(Buffer.from(JSON.stringify(payload), 'utf8').toString('base64url'));
+    assert.equal((await withCookie(encodeURIComponent(resigned), 'GET', '/v1/keys')).status, 200, 'the test signs as the gateway does');
+    const old = await withCookie(encodeURIComponent(expired), 'GET', '/v1/keys');
+    assert.equal(old.status, 401);
+    assert.match(((await old.json()) as Json).error.message, /has expired/);
     for (const bad of [forged, flipped, 'not-a-session']) {
       for (const path of ['/v1/keys', '/auth/me']) {
         const res = await withCookie(encodeURIComponent(bad), 'GET', path);
@@ -369,6 +378,34 @@ describe('single sign-on in headless Chromium', { skip: skip ?? false, timeout: 
     assert.match(await page.locator('#sso-error-message').innerText(), /Nora Nobody signed in, but the account has "groups" "marketing", none of which is mapped to a role/);
     assert.equal((await context.cookies(gw.origin)).find((c) => c.name === 'op_session'), undefined);
     await page.close();
+  });
+
+  test('the login redirect: code flow with PKCE S256, state and nonce; Secure cookies when the redirect URL is https', async () => {
+    const res = await fetch(`${gw.origin}/auth/login`, { redirect: 'manual' });
+    assert.equal(res.status, 302);
+    const to = new URL(res.headers.get('location')!);
+    assert.equal(`${to.origin}${to.pathname}`, `${issuer}/auth`);
+    assert.equal(to.searchParams.get('response_type'), 'code');
+    assert.equal(to.searchParams.get('client_id'), CLIENT_ID);
+    assert.equal(to.searchParams.get('redirect_uri'), `${gw.origin}/auth/callback`);
+    assert.equal(to.searchParams.get('scope'), 'openid profile email groups');
+    assert.equal(to.searchParams.get('code_challenge_method'), 'S256');
+    assert.match(to.searchParams.get('code_challenge') ?? '', /^[A-Za-z0-9_-]{43}$/);
+    assert.match(to.searchParams.get('state') ?? '', /^[A-Za-z0-9_-]{43}$/);
+    assert.match(to.searchParams.get('nonce') ?? '', /^[A-Za-z0-9_-]{43}$/);
+    const flow = res.headers.getSetCookie().find((c) => c.startsWith('op_oidc_flow='))!;
+    assert.match(flow, /; Max-Age=600; Path=\/; HttpOnly; SameSite=Lax$/);
+
+    // Behind a TLS proxy: an https redirect_url makes the cookies Secure.
+    const tls = await startGateway({ dashboard: { oidc: { issuer, client_id: CLIENT_ID, client_secret_env: SECRET_ENV, redirect_url: 'https://gateway.example.com/auth/callback', role_mapping: { 'ops-admins': 'admin' }, cookie_secret_env: COOKIE_ENV } } });
+    try {
+      const r = await fetch(`${tls.origin}/auth/login`, { redirect: 'manual' });
+      assert.equal(r.status, 302);
+      assert.equal(new URL(r.headers.get('location')!).searchParams.get('redirect_uri'), 'https://gateway.example.com/auth/callback');
+      assert.match(r.headers.getSetCookie().find((c) => c.startsWith('op_oidc_flow='))!, /; Secure; SameSite=Lax$/);
+    } finally {
+      await tls.close();
+    }
   });
 
   test('a callback without a login started in this browser is refused; the admin key keeps working', async () => {
