@@ -18,6 +18,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import fastifyCookie from '@fastify/cookie';
 import { buildDashboard } from '../../scripts/build-dashboard.js';
 import { ConfigError, parseConfig } from '../../src/config/load.js';
+import { claimValues, mapRoles } from '../../src/server/sso/roles.js';
 import { buildSso } from '../../src/server/sso/sso-auth.js';
 import { chromiumMissing, launchBrowser, type TestBrowser } from '../helpers/browser.js';
 import { oneModelConfig, startGateway, type TestGateway } from '../helpers/gateway.js';
@@ -57,6 +58,17 @@ describe('single sign-on against a real OpenID provider', () => {
     assert.equal(buildSso(undefined, {}), undefined);
     // A role that is none of the three forms is refused when the file is read.
     assert.throws(() => parseConfig({ dashboard: { oidc: { issuer: 'https://id.example.com', client_id: 'x', role_mapping: { a: 'owner' } } } }, 'test'), /role_mapping\.a: must be "admin", "team_admin:<team>" or "viewer:<team>"/);
+  });
+
+  test('claims map to roles: a list, a single string, a dotted path (Keycloak realm_access.roles), several roles per value', () => {
+    const mapping: Record<string, string | string[]> = { admins: 'admin', leads: ['team_admin:research', 'viewer:platform'], readers: 'viewer:research' };
+    assert.deepEqual(mapRoles({ groups: ['readers', 'leads', 'unmapped'] }, { roles_claim: 'groups', role_mapping: mapping }), ['team_admin:research', 'viewer:platform', 'viewer:research']);
+    assert.deepEqual(mapRoles({ groups: 'admins' }, { roles_claim: 'groups', role_mapping: mapping }), ['admin']);
+    assert.deepEqual(mapRoles({ realm_access: { roles: ['readers', 'offline_access'] } }, { roles_claim: 'realm_access.roles', role_mapping: mapping }), ['viewer:research']);
+    // A claim whose own name has a dot (Entra's URIs, Okta's custom claims) is read as it is.
+    assert.deepEqual(claimValues({ 'https://example.com/roles': ['a'] }, 'https://example.com/roles'), ['a']);
+    assert.deepEqual(mapRoles({ groups: [1, null, { x: 'admins' }] }, { roles_claim: 'groups', role_mapping: mapping }), []);
+    assert.deepEqual(mapRoles({}, { roles_claim: 'groups', role_mapping: mapping }), []);
   });
 
   test('without dashboard.oidc: /auth/me says so, the login routes do not exist, a stray session cookie is ignored', async () => {
