@@ -184,19 +184,26 @@ async function serve(flag: string | undefined, workersFlag?: string): Promise<vo
   await migrateWhenReachable(store.db, store.location);
   const telemetry = await startTelemetry(process.env, loaded.config.telemetry);
   const logDestination = asyncLogDestination();
-  const gateway = buildGateway({
-    loaded,
-    db: store.db,
-    telemetry,
-    adminKey: process.env.OP_ADMIN_KEY || undefined,
-    redisUrl: process.env.OP_REDIS_URL || undefined,
-    redisPrefix: process.env.OP_REDIS_PREFIX || undefined,
-    secretBox,
-    // With SQLite (one machine), background jobs run in the first worker only; PostgreSQL elects one process per fleet.
-    purgeIntervalMs: store.dialect === 'sqlite' && Number(process.env[WORKER_INDEX_ENV] || 0) > 0 ? 0 : undefined,
-    // Asynchronous: a slow or full log file never blocks requests, records or shutdown.
-    logger: { level: process.env.OP_LOG_LEVEL || 'info', redact: ['req.headers.authorization', 'headers.authorization'], stream: logDestination.stream },
-  });
+  let gateway: ReturnType<typeof buildGateway>;
+  try {
+    gateway = buildGateway({
+      loaded,
+      db: store.db,
+      telemetry,
+      adminKey: process.env.OP_ADMIN_KEY || undefined,
+      redisUrl: process.env.OP_REDIS_URL || undefined,
+      redisPrefix: process.env.OP_REDIS_PREFIX || undefined,
+      secretBox,
+      // With SQLite (one machine), background jobs run in the first worker only; PostgreSQL elects one process per fleet.
+      purgeIntervalMs: store.dialect === 'sqlite' && Number(process.env[WORKER_INDEX_ENV] || 0) > 0 ? 0 : undefined,
+      // Asynchronous: a slow or full log file never blocks requests, records or shutdown.
+      logger: { level: process.env.OP_LOG_LEVEL || 'info', redact: ['req.headers.authorization', 'headers.authorization'], stream: logDestination.stream },
+    });
+  } catch (err) {
+    // dashboard.oidc without its secrets in the environment: a clear message, no stack.
+    if (err instanceof ConfigError) fail(err.message);
+    throw err;
+  }
   if (store.location !== ':memory:') gateway.runtime().writer.watchFile(store.location);
   const log = gateway.app.log;
   if (!loaded.source && !process.env.OP_LOCAL_MODEL) log.warn({ path: configPath(flag).path }, 'no config file found: serving an empty catalog; see examples/opinference.yaml');

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { PROVIDER_CONFIG_SCHEMAS } from '../providers/config-schemas.js';
 import { apiKeysSchema } from './credentials-schema.js';
+import { dashboardSchema } from './dashboard-schema.js';
 import { mcpServersSchema } from './mcp-servers-schema.js';
 import { mcpToolLoopSchema } from './mcp-tool-loop-schema.js';
 import { modelVariantSchema, presetSchema } from './presets-schema.js';
@@ -409,6 +410,8 @@ export const configSchema = z
     mcp_servers: mcpServersSchema({ name: headerName, value: headerValue }),
     /** Bounds of the Responses API `mcp` tool's loop (mcp-tool-loop-schema.ts). */
     mcp_tool_loop: mcpToolLoopSchema.default({}),
+    /** The dashboard's single sign-on (dashboard-schema.ts, docs/governance.md). */
+    dashboard: dashboardSchema.default({}),
   })
   .strict();
 
@@ -423,3 +426,4 @@ export type OverloadConfig = z.infer<typeof overloadSchema>;
 export type GatewayConfig = z.infer<typeof configSchema>;
 export type TelemetryConfig = z.infer<typeof telemetrySchema>;
 export type { McpServerConfig } from './mcp-servers-schema.js';
+export type { DashboardConfig, OidcConfig } from './dashboard-schema.js';

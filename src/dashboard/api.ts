@@ -26,6 +26,52 @@ export const session = {
   },
 };
 
+/**
+ * Single sign-on (OpenID Connect): with no key saved, calls authenticate by the gateway's
+ * HTTP-only session cookie; state-changing ones carry the session's CSRF token.
+ */
+export const sso = {
+  csrf: null as string | null,
+};
+
+/** The signed-in user of a single sign-on session (`GET /auth/me`). */
+export interface SsoUser {
+  sub: string;
+  name: string;
+  email: string | null;
+  roles: string[];
+  is_admin: boolean;
+  manages_keys: boolean;
+  teams: { id: string; name: string; role: 'team_admin' | 'viewer' }[];
+  csrf_token: string;
+  expires_at: string;
+}
+
+/**
+ * The single sign-on state: `configured` when the gateway offers it (`/auth/me` exists), and the
+ * user when the browser has a valid session.
+ */
+export async function ssoState(): Promise<{ configured: boolean; user: SsoUser | null }> {
+  try {
+    const { data, sso_enabled } = await request<{ data: SsoUser | null; sso_enabled: boolean }>('GET', '/auth/me', { key: '' });
+    sso.csrf = data?.csrf_token ?? null;
+    return { configured: sso_enabled, user: data };
+  } catch (err) {
+    // A session cookie the gateway no longer accepts (another secret): sign in again.
+    if (err instanceof ApiError && err.status === 401) return { configured: true, user: null };
+    // An older gateway without /auth/me: keys only.
+    if (err instanceof ApiError && err.status === 404) return { configured: false, user: null };
+    throw err;
+  }
+}
+
+/** End the single sign-on session; returns the provider's logout URL when it has one. */
+export async function ssoLogout(): Promise<string | null> {
+  const { data } = await request<{ data: { end_session_url: string | null } }>('POST', '/auth/logout', { key: '' });
+  sso.csrf = null;
+  return data.end_session_url;
+}
+
 /** Called when a data call is refused for the key itself (revoked, disabled, expired). */
 let onAuthLost: (err: ApiError) => void = () => {};
 export function setAuthLostHandler(fn: (err: ApiError) => void): void {
@@ -47,6 +93,7 @@ export async function request<T>(method: string, path: string, options: { query?
   const key = options.key ?? session.key();
   const headers: Record<string, string> = { accept: 'application/json' };
   if (key) headers.authorization = `Bearer ${key}`;
+  else if (sso.csrf && method !== 'GET' && method !== 'HEAD') headers['x-csrf-token'] = sso.csrf;
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   let res: Response;
   try {
@@ -64,7 +111,7 @@ export async function request<T>(method: string, path: string, options: { query?
   if (!res.ok) {
     const e = (json as { error?: { code?: string; message?: string; param?: string | null } } | undefined)?.error;
     const err = new ApiError(res.status, e?.code ?? `http_${res.status}`, e?.message ?? `HTTP ${res.status} ${res.statusText}`, e?.param ?? null);
-    if (options.key === undefined && (res.status === 401 || err.code === 'invalid_api_key' || err.code === 'key_expired')) onAuthLost(err);
+    if (options.key === undefined && (res.status === 401 || err.code === 'invalid_api_key' || err.code === 'key_expired' || err.code === 'session_invalid')) onAuthLost(err);
     throw err;
   }
   if (json === undefined) throw new ApiError(res.status, 'invalid_response', `expected JSON from ${path}`);
@@ -101,6 +148,12 @@ export interface KeyInfo {
   retention?: 'none' | number | null;
   expires_at?: string | null;
   created_at?: string;
+  /** Signed in through single sign-on (no key): the user's roles decide. */
+  sso?: boolean;
+  /** Single sign-on: the admin or a team_admin role (may create and change keys). */
+  manages_keys?: boolean;
+  /** Single sign-on: the mapped roles (`admin`, `team_admin:<team>`, `viewer:<team>`). */
+  roles?: string[];
 }
 
 export interface UsageStats {

@@ -1,5 +1,5 @@
 // The dashboard shell: sign-in with a key, navigation, hash routes.
-import { ApiError, get, request, session, setAuthLostHandler, type KeyInfo } from './api';
+import { ApiError, get, request, session, setAuthLostHandler, sso, ssoLogout, ssoState, type KeyInfo, type SsoUser } from './api';
 import { h, replace } from './dom';
 import { generationPage } from './pages/generation';
 import { keysPage } from './pages/keys';
@@ -108,12 +108,29 @@ function navigate(routeText: string, options: { replace?: boolean } = {}): void 
   }
 }
 
+/** Whether the gateway offers single sign-on (learned at start from `/auth/me`). */
+let ssoConfigured = false;
+
 function signOut(message?: string): void {
+  const wasSso = me?.sso === true;
   session.clear();
   me = null;
   setLive(null);
   for (const fn of leaving.splice(0)) fn();
-  showSignIn(message);
+  if (!wasSso) return showSignIn(message);
+  // The session cookie is cleared by the gateway; then the provider's own logout, if it has one.
+  const lost = sso.csrf === null || message !== undefined;
+  (lost ? Promise.resolve(null) : ssoLogout())
+    .then((url) => {
+      if (url) location.assign(url);
+      else showSignIn(message ?? 'Signed out.');
+    })
+    .catch((err: unknown) => showSignIn(`Sign-out failed: ${err instanceof Error ? err.message : String(err)}`));
+}
+
+/** A single sign-on user as the pages see a signed-in identity. */
+function ssoMe(user: SsoUser): KeyInfo {
+  return { id: `user:${user.sub}`, name: user.name, label: user.email ?? user.sub, is_admin: user.is_admin, limit: null, limit_remaining: null, rate_limit: null, sso: true, manages_keys: user.manages_keys, roles: user.roles };
 }
 
 function showSignIn(message?: string): void {
@@ -126,6 +143,8 @@ function showSignIn(message?: string): void {
     { class: 'signin card', id: 'signin' },
     h('div', { class: 'brand brand-large' }, h('span', { class: 'brand-mark', 'aria-hidden': 'true' }), 'opinference'),
     h('h1', null, 'Sign in'),
+    ssoConfigured ? h('a', { class: 'btn btn-primary', id: 'sso-signin', href: '/auth/login' }, 'Sign in with single sign-on') : null,
+    ssoConfigured ? h('p', { class: 'hint' }, 'Or with an API key:') : null,
     h('label', { for: 'key' }, 'API key'),
     input,
     h('p', { class: 'hint', id: 'signin-help' }, 'The admin key (OP_ADMIN_KEY) sees every key and request; any other key sees its own. The key stays in this tab only.'),
@@ -166,13 +185,14 @@ function showApp(): void {
       'header',
       { class: 'topbar' },
       h('a', { class: 'brand', href: '#/usage' }, h('span', { class: 'brand-mark', 'aria-hidden': 'true' }), 'opinference'),
-      h('nav', { class: 'nav', 'aria-label': 'Pages' }, navItem('usage', 'Usage'), navItem('requests', 'Requests'), navItem('models', 'Models'), navItem('keys', admin ? 'Keys' : 'My key'), admin ? navItem('catalog', 'Catalog') : null),
+      h('nav', { class: 'nav', 'aria-label': 'Pages' }, navItem('usage', 'Usage'), navItem('requests', 'Requests'), navItem('models', 'Models'), navItem('keys', admin || me.sso ? 'Keys' : 'My key'), admin ? navItem('catalog', 'Catalog') : null),
       h(
         'div',
         { class: 'who' },
         liveControl(),
         h('span', { class: 'who-name', title: me.id }, me.name),
         admin ? h('span', { class: 'badge badge-admin' }, 'admin') : null,
+        !admin && me.sso ? h('span', { class: 'badge', id: 'who-roles' }, (me.roles ?? []).join(', ')) : null,
         h('button', { type: 'button', class: 'btn btn-ghost', id: 'signout', onclick: () => signOut() }, 'Sign out'),
       ),
     ),
@@ -223,8 +243,22 @@ window.addEventListener('hashchange', () => void render());
 
 async function start(): Promise<void> {
   const key = session.key();
-  if (!key) return showSignIn();
   replace(app, loading());
+  // Whether the gateway offers single sign-on (the sign-in page's button), and its session.
+  let user: SsoUser | null = null;
+  try {
+    const state = await ssoState();
+    ssoConfigured = state.configured;
+    user = state.user;
+  } catch {
+    // the key sign-in still works
+  }
+  if (!key) {
+    // No key in this tab: the single sign-on session, if there is one.
+    if (!user) return showSignIn();
+    me = ssoMe(user);
+    return showApp();
+  }
   try {
     me = (await get<{ data: KeyInfo }>('/v1/key')).data;
     showApp();

@@ -37,7 +37,7 @@ export function forgetKeys(): void {
 /** Key id → display name: every key for the admin, the own key otherwise. */
 export async function keyNames(me: KeyInfo): Promise<Map<string, string>> {
   const names = new Map<string, string>();
-  if (me.is_admin) {
+  if (me.is_admin || me.sso) {
     try {
       for (const k of await allKeys()) names.set(k.id, k.name);
     } catch {

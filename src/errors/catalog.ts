@@ -126,6 +126,30 @@ export const ERROR_CATALOG = define({
     status: 409, kind: 'retryable', scope: 'gateway', type: 'invalid_request_error',
     description: 'Other catalog changes kept arriving while this one was validated (each change is validated against the latest catalog); retry.',
   },
+  session_invalid: {
+    status: 401, kind: 'terminal', scope: 'key', type: 'authentication_error',
+    description: 'The dashboard session cookie (`op_session`) is not valid: changed, signed with another secret (`dashboard.oidc.cookie_secret_env`) or expired; sign in again at `/auth/login`.',
+  },
+  csrf_token_invalid: {
+    status: 403, kind: 'terminal', scope: 'request', type: 'permission_error',
+    description: 'A state-changing request (POST, PATCH, PUT, DELETE) authenticated by the dashboard session cookie came without the session\'s CSRF token in `x-csrf-token` (it is `csrf_token` of `GET /auth/me`), or with another one.',
+  },
+  role_forbidden: {
+    status: 403, kind: 'terminal', scope: 'key', type: 'permission_error',
+    description: 'The signed-in user\'s roles (single sign-on, `dashboard.oidc.role_mapping`) do not allow this: a `viewer:<team>` reads only, a `team_admin:<team>` manages only its team\'s keys, and team roles reach only the dashboard\'s APIs (keys, usage, requests, models).',
+  },
+  sso_login_failed: {
+    status: 400, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
+    description: 'A single sign-on login could not be completed: the identity provider answered with an error, the login took longer than 10 minutes, the `state` did not match the browser\'s login cookie, or the ID token did not validate; start again at `/auth/login`.',
+  },
+  sso_no_role: {
+    status: 403, kind: 'terminal', scope: 'key', type: 'permission_error',
+    description: 'The identity provider signed the user in, but no value of their roles claim (`dashboard.oidc.roles_claim`) is mapped to a role in `dashboard.oidc.role_mapping`: the gateway grants nothing.',
+  },
+  sso_provider_unavailable: {
+    status: 502, kind: 'retryable', scope: 'gateway', type: 'server_error',
+    description: 'The identity provider of single sign-on (`dashboard.oidc.issuer`) could not be reached, or its discovery document or token endpoint did not answer as an OpenID provider.',
+  },
   no_providers_configured: {
     status: 503, kind: 'terminal', scope: 'gateway', type: 'invalid_request_error',
     description: 'The gateway has no providers or models configured; add them to the config file (see README, "Configuration").',

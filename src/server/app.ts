@@ -10,6 +10,7 @@ import { registerRoutes } from './register-routes.js';
 import { requestIdOf } from './request-id.js';
 import type { RegisteredRoute } from './route-auth.js';
 import { sendError } from './send-error.js';
+import { buildSso } from './sso/sso-auth.js';
 
 export type { GatewayOptions } from './build-runtime.js';
 
@@ -38,6 +39,8 @@ export interface Gateway {
  */
 export function buildGateway(options: GatewayOptions): Gateway {
   const config = options.loaded.config;
+  // Before anything starts: a missing session secret is a startup error (ConfigError).
+  const sso = buildSso(config.dashboard.oidc);
   const app = Fastify({
     logger: options.logger ?? false,
     bodyLimit: config.server.body_limit_bytes,
@@ -70,7 +73,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   // The providers and models stored through the catalog API, in force before the first request.
   app.addHook('onReady', () => built.catalog.start());
   const rt = () => runtime;
-  const routes = registerRoutes(app, { rt, db: options.db, keys: built.keys, catalog: built.catalog, telemetry: options.telemetry });
+  const routes = registerRoutes(app, { rt, db: options.db, keys: built.keys, catalog: built.catalog, telemetry: options.telemetry, sso });
 
   return {
     app,

@@ -14,6 +14,7 @@ import { installOverload } from './overload.js';
 import { trackOwnedPaths } from './method-not-allowed.js';
 import { installRouteAuth, type RegisteredRoute } from './route-auth.js';
 import { registerApiRoutes } from './routes/api-routes.js';
+import { registerAuthRoutes } from './routes/auth.js';
 import { registerDashboard } from './routes/dashboard.js';
 import { registerGenerationRoutes } from './routes/generation.js';
 import { registerHealthRoute } from './routes/health.js';
@@ -27,6 +28,7 @@ import { registerModelRoutes } from './routes/models.js';
 import { registerReadyRoute } from './routes/ready.js';
 import { registerUsageRoutes } from './routes/usage.js';
 import { sendError } from './send-error.js';
+import type { Sso } from './sso/sso-auth.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -73,6 +75,8 @@ export interface RouteDeps {
   /** The providers and models entered through the catalog API. */
   catalog: CatalogSync;
   telemetry?: Telemetry | undefined;
+  /** Single sign-on (`dashboard.oidc`), when configured. */
+  sso?: Sso | undefined;
 }
 
 /** JSON only: any other content type (text/plain included) is a 415; compressed bodies too. */
@@ -105,6 +109,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): () => Reg
   const runtime = rt();
   installJsonParser(app, runtime);
   app.decorateRequest('apiKey', null as unknown as ApiKey);
+  app.decorateRequest('ssoSession', null);
   installClientLimits(app, () => rt().config.server);
   // Callback-style hooks: no promise per request on the hot path.
   app.addHook('onRequest', (req, reply, next) => {
@@ -114,7 +119,8 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): () => Reg
   registerCors(app, runtime.config.server.cors);
   // Before route auth: a refusal under overload costs no key lookup and no body read.
   const overload = installOverload(app, rt);
-  const routes = installRouteAuth(app, { keys, metricsAuth: () => rt().config.server.metrics_auth });
+  const sso = deps.sso;
+  const routes = installRouteAuth(app, { keys, metricsAuth: () => rt().config.server.metrics_auth, session: sso && ((req) => sso.authenticate(req)) });
   app.addHook('onResponse', (req, reply, next) => {
     if ((req.log as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled?.('info') !== false) req.log.info({ method: req.method, url: loggedUrl(req.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
     next();
@@ -143,6 +149,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): () => Reg
   registerTeamRoutes(app, rt, db, keys);
   registerCatalogRoutes(app, () => deps.catalog);
   registerMcpRoutes(app, rt);
+  registerAuthRoutes(app, sso, db);
   registerMethodNotAllowed();
   registerDashboard(app);
   return routes;

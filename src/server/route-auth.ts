@@ -33,6 +33,11 @@ export interface RouteAuthOptions {
   keys: KeyResolver;
   /** Whether `/metrics` needs the admin key (`server.metrics_auth`; read per request, so reloads apply). */
   metricsAuth: () => boolean;
+  /**
+   * Single sign-on (sso/sso-auth.ts): the key a request's session cookie stands for, asked when
+   * the request carries no key; undefined without a session cookie.
+   */
+  session?: ((req: FastifyRequest) => ApiKey | undefined) | undefined;
 }
 
 function accessOf(options: RouteOptions): RouteAccess {
@@ -73,7 +78,15 @@ export function installRouteAuth(app: FastifyInstance, options: RouteAuthOptions
     try {
       known = options.keys.authenticateCached(req);
     } catch (err) {
-      return next(err as Error);
+      // No key sent: a dashboard session cookie may stand for one.
+      if (options.session && err instanceof GatewayError && err.code === 'missing_api_key') {
+        try {
+          known = options.session(req);
+        } catch (sessionErr) {
+          return next(sessionErr as Error);
+        }
+      }
+      if (!known) return next(err as Error);
     }
     if (known) {
       req.apiKey = known;

@@ -18,6 +18,8 @@ export interface SearchQuery {
   status?: GenerationStatus | undefined;
   /** A key's id, or null for the admin key's own requests. */
   keyId?: string | null | undefined;
+  /** Only these keys' generations (a signed-in team member's keys; non-empty). */
+  keyIds?: readonly string[] | undefined;
   tag?: string | undefined;
   session?: string | undefined;
   from?: number | undefined;
@@ -194,6 +196,7 @@ function pageQuery(db: Kysely<Database>, q: SearchQuery, cursor: Cursor | null, 
       else if (driver === 'key') conds.push(equals(eb, 'g.key_id', q.keyId));
       else conds.push(unindexed(eb, 'g.key_id', q.keyId ?? ''));
     }
+    if (q.keyIds !== undefined) conds.push(eb(sql.ref(viaTag ? 't.key_id' : 'g.key_id'), 'in', [...q.keyIds]));
     if (q.model !== undefined) {
       conds.push(driver === 'model' ? eb(sql.ref(`g.${modelColumn}`), '=', q.model) : eb.or([unindexed(eb, 'g.served_model', q.model), unindexed(eb, 'g.requested_model', q.model)]));
     }

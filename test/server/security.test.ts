@@ -123,8 +123,9 @@ describe('authentication is decided by the matched route', () => {
     const routes = gw.gateway.routes();
     const guarded = routes.filter((r) => r.access !== 'public');
     const publicRoutes = routes.filter((r) => r.access === 'public').map((r) => `${r.method} ${r.url}`);
-    // The public set is small and known: liveness, readiness, the dashboard, CORS preflights.
-    for (const r of publicRoutes) assert.match(r, /^(GET|HEAD|POST|PUT|PATCH|DELETE) \/(health|ready)$|^(GET|HEAD) \/(assets\/.*|index\.html)?$|^OPTIONS \*$/, r);
+    // The public set is small and known: liveness, readiness, the dashboard, CORS preflights, and
+    // /auth/me (single sign-on's "who am I", which checks its cookie itself; null here: no SSO).
+    for (const r of publicRoutes) assert.match(r, /^(GET|HEAD|POST|PUT|PATCH|DELETE) \/(health|ready)$|^(GET|HEAD) \/(assets\/.*|index\.html)?$|^OPTIONS \*$|^(GET|HEAD) \/auth\/me$/, r);
     assert.ok(guarded.length >= 20, `only ${guarded.length} guarded routes`);
     assert.ok(guarded.some((r) => r.method === 'GET' && r.url === '/metrics' && r.access === 'metrics'));
     const failures: string[] = [];

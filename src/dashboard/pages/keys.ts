@@ -128,7 +128,7 @@ function ownCard(me: KeyInfo): HTMLElement {
 }
 
 export async function keysPage(root: HTMLElement, ctx: PageContext): Promise<void> {
-  if (!isAdmin(ctx.me)) {
+  if (!isAdmin(ctx.me) && !ctx.me.sso) {
     replace(root, pageHeader('My key', 'The key you signed in with: its limits and what it has spent.'), loading());
     try {
       const me = (await get<{ data: KeyInfo }>('/v1/key')).data;
@@ -182,7 +182,9 @@ export async function keysPage(root: HTMLElement, ctx: PageContext): Promise<voi
       .catch((err: unknown) => replace(createStatus, errorBox(err, 'The key was not created:')));
   });
 
-  replace(root, pageHeader('Keys', 'Create keys with budgets and rate limits, disable a runaway one, see what each spends.'), flash, secretBox, createForm, listBox);
+  // A single sign-on viewer reads the keys of their teams; only admins and team admins change them.
+  const canManage = isAdmin(ctx.me) || ctx.me.manages_keys === true;
+  replace(root, pageHeader('Keys', canManage ? 'Create keys with budgets and rate limits, disable a runaway one, see what each spends.' : 'The keys of your teams and what each spends (read only).'), flash, secretBox, canManage ? createForm : null, listBox);
 
   const patch = async (k: KeyInfo, body: Record<string, unknown>, done: string): Promise<boolean> => {
     try {
@@ -262,6 +264,7 @@ export async function keysPage(root: HTMLElement, ctx: PageContext): Promise<voi
               })
               .catch((err: unknown) => replace(flash, errorBox(err, `${k.name}:`)));
           });
+          if (!canManage) return h('div', { class: 'row-actions' }, link(route('/usage', { key_id: k.id }), 'Usage'), link(route('/requests', { key_id: k.id }), 'Requests'));
           return h(
             'div',
             { class: 'row-actions' },

@@ -7,8 +7,10 @@ import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
 import type { Database, GenerationsTable } from '../../store/schema.js';
 import { findGeneration } from '../../store/generation-lookup.js';
 import type { RecordedError } from '../../store/generation-row.js';
-import type { ApiKey } from '../../store/keys.js';
+import { getKey, type ApiKey } from '../../store/keys.js';
 import { isRefusal } from '../../store/refusal.js';
+import { keyInScope, teamScope } from '../sso/roles.js';
+import type { Session } from '../sso/session-cookie.js';
 
 /**
  * Why a generation failed, in words: the message the client got when the record kept it
@@ -137,14 +139,21 @@ export function openRouterGenerationObject(row: GenerationsTable) {
   };
 }
 
+/** Whether a signed-in user's team roles reach the key (single sign-on: a viewer or team admin of its team). */
+async function inSessionTeams(db: Kysely<Database>, session: Session | null, keyId: string | null): Promise<boolean> {
+  if (session === null || keyId === null) return false;
+  const [scope, key] = await Promise.all([teamScope(db, session), getKey(db, keyId)]);
+  return keyInScope(scope, key?.team?.id, 'read');
+}
+
 /** `GET /v1/generation?id=gen_…`: a key sees only its own generations; the admin key sees all. */
 export function registerGenerationRoutes(app: FastifyInstance, rt: () => GatewayRuntime, db: Kysely<Database>): void {
-  app.get<{ Querystring: { id?: string } }>('/v1/generation', { config: { ownsPath: true } }, async (req) => {
+  app.get<{ Querystring: { id?: string } }>('/v1/generation', { config: { ownsPath: true, teamRoles: true } }, async (req) => {
     const id = req.query.id;
     if (!id || typeof id !== 'string') throw new GatewayError('invalid_request', 'id: is required (?id=gen_…)', { param: 'id' });
     const key: ApiKey = req.apiKey;
     const row = await findGeneration(db, rt().writer, id);
-    if (!row || (!key.isAdmin && row.key_id !== key.id)) {
+    if (!row || (!key.isAdmin && row.key_id !== key.id && !(await inSessionTeams(db, req.ssoSession, row.key_id)))) {
       throw new GatewayError('not_found', `no generation ${JSON.stringify(id)} for this key`, { param: 'id' });
     }
     return { data: openRouterGenerationObject(row) };

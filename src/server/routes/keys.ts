@@ -11,7 +11,8 @@ import { createKey, deleteKey, getKey, listKeys, updateKey, type ApiKey } from '
 import type { Database } from '../../store/schema.js';
 import { resolveTeamRef } from '../../store/teams.js';
 import type { KeyResolver } from '../auth.js';
-import { checkAllowedModels, limitReset, parseBody, rateLimit, requireAdmin, retention, toUsdString, usd } from './admin-input.js';
+import { keyInScope, keyScope, type TeamScope } from '../sso/roles.js';
+import { checkAllowedModels, limitReset, parseBody, rateLimit, retention, toUsdString, usd } from './admin-input.js';
 
 /** Body of `POST /v1/keys` and `PATCH /v1/keys/{id}` (OpenRouter field names where they exist). */
 const keyBody = z
@@ -68,6 +69,23 @@ async function teamOf(db: Kysely<Database>, team: string | null | undefined): Pr
   const found = await resolveTeamRef(db, team);
   if (!found) throw new GatewayError('invalid_request', `team: no team ${JSON.stringify(team)} (create it with POST /v1/teams)`, { param: 'team' });
   return found.id;
+}
+
+/**
+ * The team a team admin's new or moved key goes to: the body's `team` (id or name), which must
+ * be a team the session manages; without one, the session's only managed team.
+ * @throws GatewayError `invalid_request` (param `team`) when it is needed and missing or unknown;
+ * `role_forbidden` (403) for a team the session does not manage (or `null`: out of every team).
+ */
+async function managedTeamOf(db: Kysely<Database>, scope: TeamScope, team: string | null | undefined): Promise<string> {
+  if (team === undefined) {
+    if (scope.manage.size === 1) return [...scope.manage][0]!;
+    throw new GatewayError('invalid_request', `team: name the team of the key (you manage ${scope.manage.size} teams)`, { param: 'team' });
+  }
+  if (team === null) throw new GatewayError('role_forbidden', 'a team admin may not take a key out of its team', { param: 'team' });
+  const id = await teamOf(db, team);
+  if (!scope.manage.has(id!)) throw new GatewayError('role_forbidden', `you do not manage team ${JSON.stringify(team)}`, { param: 'team' });
+  return id!;
 }
 
 /** Spend of a key (USD strings) for its limit period and the usual windows. */
@@ -189,19 +207,22 @@ export function registerKeyRoutes(app: FastifyInstance, rt: () => GatewayRuntime
     return { data: { ...own, ...openRouterKeyFields(own), is_admin: false } };
   });
 
-  app.get('/v1/keys', async (req) => {
-    requireAdmin(req);
-    const keys = await listKeys(db);
+  // Single sign-on: team roles reach these routes (teamRoles), narrowed to their teams (sso/roles.ts).
+  const teamRoles = { teamRoles: true };
+
+  app.get('/v1/keys', { config: teamRoles }, async (req) => {
+    const scope = await keyScope(req, db, 'read');
+    const keys = (await listKeys(db)).filter((k) => keyInScope(scope, k.team?.id, 'read'));
     return { data: await Promise.all(keys.map((k) => keyObject(rt(), k))) };
   });
 
-  app.post('/v1/keys', async (req, reply) => {
-    requireAdmin(req);
+  app.post('/v1/keys', { config: teamRoles }, async (req, reply) => {
+    const scope = await keyScope(req, db, 'manage');
     const body = parseBody(keyBody, req.body);
     checkAllowedModels(rt(), body.allowed_models);
     const settings = mergeSettings(keySettingsSchema.parse({}), body);
     const expires = body.expires_at ? Date.parse(body.expires_at) : null;
-    const teamId = await teamOf(db, body.team);
+    const teamId = scope === null ? await teamOf(db, body.team) : await managedTeamOf(db, scope, body.team);
     const { key, secret } = await createKey(db, body.name, expires, settings, teamId ?? null);
     // The secret is shown only in this answer: a key whose answer cannot be sent is removed
     // again, and the answer needs nothing that can fail (no limit store: a new key spent nothing).
@@ -216,23 +237,25 @@ export function registerKeyRoutes(app: FastifyInstance, rt: () => GatewayRuntime
     }
   });
 
-  const loadOr404 = async (id: string) => {
+  /** The key, if the scope may `need` it: a key out of sight is answered like one that does not exist. */
+  const loadOr404 = async (id: string, scope: TeamScope | null = null, need: 'read' | 'manage' = 'read') => {
     const key = await getKey(db, id);
-    if (!key) throw new GatewayError('not_found', `no key ${JSON.stringify(id)}`, { param: 'id' });
+    if (!key || !keyInScope(scope, key.team?.id, 'read')) throw new GatewayError('not_found', `no key ${JSON.stringify(id)}`, { param: 'id' });
+    if (!keyInScope(scope, key.team?.id, need)) throw new GatewayError('role_forbidden', `key ${id} is in a team you may only read (viewer)`);
     return key;
   };
 
-  app.get<{ Params: { id: string } }>('/v1/keys/:id', async (req) => {
-    requireAdmin(req);
-    return { data: await keyObject(rt(), await loadOr404(req.params.id)) };
+  app.get<{ Params: { id: string } }>('/v1/keys/:id', { config: teamRoles }, async (req) => {
+    const scope = await keyScope(req, db, 'read');
+    return { data: await keyObject(rt(), await loadOr404(req.params.id, scope)) };
   });
 
-  app.patch<{ Params: { id: string } }>('/v1/keys/:id', async (req) => {
-    requireAdmin(req);
-    const current = await loadOr404(req.params.id);
+  app.patch<{ Params: { id: string } }>('/v1/keys/:id', { config: teamRoles }, async (req) => {
+    const scope = await keyScope(req, db, 'manage');
+    const current = await loadOr404(req.params.id, scope, 'manage');
     const body = parseBody(keyBody.partial(), req.body);
     checkAllowedModels(rt(), body.allowed_models);
-    const teamId = await teamOf(db, body.team);
+    const teamId = scope === null || body.team === undefined ? await teamOf(db, body.team) : await managedTeamOf(db, scope, body.team);
     const updated = await updateKey(db, current.id, {
       teamId,
       name: body.name,
@@ -244,8 +267,9 @@ export function registerKeyRoutes(app: FastifyInstance, rt: () => GatewayRuntime
     return { data: await keyObject(rt(), updated!) };
   });
 
-  app.delete<{ Params: { id: string } }>('/v1/keys/:id', async (req) => {
-    requireAdmin(req);
+  app.delete<{ Params: { id: string } }>('/v1/keys/:id', { config: teamRoles }, async (req) => {
+    const scope = await keyScope(req, db, 'manage');
+    if (scope !== null) await loadOr404(req.params.id, scope, 'manage');
     const ok = await deleteKey(db, req.params.id);
     if (!ok) throw new GatewayError('not_found', `no key ${JSON.stringify(req.params.id)}`, { param: 'id' });
     resolver.invalidate();

@@ -132,7 +132,7 @@ export function endpointObject(t: ResolvedEndpoint, runtime: GatewayRuntime) {
  * OpenAI/OpenRouter's; so does one model when the shape has one (Gemini's `Model`).
  */
 export function registerModelRoutes(app: FastifyInstance, rt: () => GatewayRuntime): void {
-  app.get('/v1/models', { config: { ownsPath: true } }, async (req) => {
+  app.get('/v1/models', { config: { ownsPath: true, teamRoles: true } }, async (req) => {
     const allowed = req.apiKey.settings.allowed_models;
     const shape = MODEL_LIST_SHAPES.find((s) => s.wants(req.headers));
     if (shape) {
@@ -150,11 +150,11 @@ export function registerModelRoutes(app: FastifyInstance, rt: () => GatewayRunti
     const shape = MODEL_LIST_SHAPES.find((s) => s.one && s.wants(req.headers));
     return shape ? shapedModel(rt(), req.apiKey.settings.allowed_models, shape, id) : modelObject(entryFor(req, id).model);
   };
-  app.get<{ Params: { author: string; slug: string } }>('/v1/models/:author/:slug', async (req) => retrieve(req, `${req.params.author}/${req.params.slug}`));
-  app.get<{ Params: { author: string; slug: string } }>('/v1/models/:author/:slug/endpoints', async (req) => {
+  app.get<{ Params: { author: string; slug: string } }>('/v1/models/:author/:slug', { config: { teamRoles: true } }, async (req) => retrieve(req, `${req.params.author}/${req.params.slug}`));
+  app.get<{ Params: { author: string; slug: string } }>('/v1/models/:author/:slug/endpoints', { config: { teamRoles: true } }, async (req) => {
     return { data: modelEndpointsObject(entryFor(req, `${req.params.author}/${req.params.slug}`), rt()) };
   });
   registerProviderRoutes(app, rt);
   // The OpenAI SDK's models.retrieve('author/slug') encodes the slash: /v1/models/author%2Fslug.
-  app.get<{ Params: { id: string } }>('/v1/models/:id', async (req) => retrieve(req, req.params.id));
+  app.get<{ Params: { id: string } }>('/v1/models/:id', { config: { teamRoles: true } }, async (req) => retrieve(req, req.params.id));
 }

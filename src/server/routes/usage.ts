@@ -6,6 +6,9 @@ import { decodeCursor, GENERATION_STATUSES, searchGenerations, type GenerationSt
 import type { ApiKey } from '../../store/keys.js';
 import type { Database } from '../../store/schema.js';
 import { DAY_MS, queryUsage, USAGE_BUCKETS, USAGE_GROUPS, type UsageGroupBy, USAGE_MAX_RANGE_DAYS } from '../../store/usage-queries.js';
+import { keysByTeam } from '../../store/teams.js';
+import { teamScope } from '../sso/roles.js';
+import type { Session } from '../sso/session-cookie.js';
 import { generationObject } from './generation.js';
 
 type Query = Record<string, unknown>;
@@ -84,6 +87,26 @@ function teamFilter(query: Query, key: ApiKey): string | undefined {
   return asked;
 }
 
+/**
+ * The team a signed-in user with team roles reads (single sign-on): the `team` asked, which
+ * must be one of theirs, or their only team.
+ * @throws GatewayError `not_found` (param `team`) for a team out of reach; `invalid_request`
+ * (param `team`) when they reach several and name none; `role_forbidden` when they reach none.
+ */
+async function sessionTeam(db: Kysely<Database>, session: Session, asked: string | undefined): Promise<string> {
+  const scope = await teamScope(db, session);
+  if (asked !== undefined) {
+    if (!scope.read.has(asked)) throw new GatewayError('not_found', `no team ${JSON.stringify(asked)} visible to ${session.name}`, { param: 'team' });
+    return asked;
+  }
+  if (scope.read.size === 1) return [...scope.read][0]!;
+  if (scope.read.size === 0) throw new GatewayError('role_forbidden', `the roles of ${session.name} (${session.roles.join(', ')}) name no existing team`);
+  throw new GatewayError('invalid_request', `team: name one of your teams (${[...scope.read].join(', ')})`, { param: 'team' });
+}
+
+/** A team-role session (not the admin role), or null. */
+const teamSession = (req: { apiKey: ApiKey; ssoSession: Session | null }): Session | null => (req.apiKey.isAdmin ? null : req.ssoSession);
+
 const USAGE_PARAMS = ['from', 'to', 'bucket', 'group_by', 'model', 'provider', 'key_id', 'tag', 'team'] as const;
 const SEARCH_PARAMS = ['model', 'provider', 'status', 'key_id', 'tag', 'session', 'from', 'to', 'limit', 'cursor'] as const;
 
@@ -93,9 +116,10 @@ const SEARCH_PARAMS = ['model', 'provider', 'status', 'key_id', 'tag', 'session'
  * A key sees only its own requests; the admin key sees all.
  */
 export function registerUsageRoutes(app: FastifyInstance, _rt: () => GatewayRuntime, db: Kysely<Database>): void {
-  app.get<{ Querystring: Query }>('/v1/usage', { config: { ownsPath: true } }, async (req) => {
+  app.get<{ Querystring: Query }>('/v1/usage', { config: { ownsPath: true, teamRoles: true } }, async (req) => {
     const q = req.query;
     onlyKnown(q, USAGE_PARAMS);
+    const session = teamSession(req);
     const bucket = oneOf(q, 'bucket', USAGE_BUCKETS) ?? 'hour';
     const group = oneOf(q, 'group_by', [...USAGE_GROUPS, 'none'] as const);
     const groupBy: UsageGroupBy = group === undefined || group === 'none' ? null : group;
@@ -113,15 +137,25 @@ export function registerUsageRoutes(app: FastifyInstance, _rt: () => GatewayRunt
       groupBy,
       model: text(q, 'model'),
       provider: text(q, 'provider'),
-      keyId: keyFilter(q, req.apiKey),
+      keyId: session ? text(q, 'key_id') : keyFilter(q, req.apiKey),
       tag: text(q, 'tag'),
-      teamId: teamFilter(q, req.apiKey),
+      teamId: session ? await sessionTeam(db, session, text(q, 'team')) : teamFilter(q, req.apiKey),
     });
   });
 
-  app.get<{ Querystring: Query }>('/v1/generations', { config: { ownsPath: true } }, async (req) => {
+  app.get<{ Querystring: Query }>('/v1/generations', { config: { ownsPath: true, teamRoles: true } }, async (req) => {
     const q = req.query;
     onlyKnown(q, SEARCH_PARAMS);
+    const session = teamSession(req);
+    let keyIds: string[] | undefined;
+    if (session) {
+      // The keys of the user's teams; a key_id outside them is answered like one that does not exist.
+      const [scope, members] = await Promise.all([teamScope(db, session), keysByTeam(db)]);
+      keyIds = [...scope.read].flatMap((t) => members.get(t) ?? []);
+      const asked = text(q, 'key_id');
+      if (asked !== undefined && !keyIds.includes(asked)) throw new GatewayError('not_found', `no key ${JSON.stringify(asked)} visible to ${session.name}`, { param: 'key_id' });
+      if (keyIds.length === 0) return { data: [], next_cursor: null };
+    }
     const limitText = text(q, 'limit');
     let limit = 50;
     if (limitText !== undefined) {
@@ -137,7 +171,8 @@ export function registerUsageRoutes(app: FastifyInstance, _rt: () => GatewayRunt
       model: text(q, 'model'),
       provider: text(q, 'provider'),
       status: oneOf<GenerationStatus>(q, 'status', GENERATION_STATUSES),
-      keyId: keyFilter(q, req.apiKey),
+      keyId: session ? text(q, 'key_id') : keyFilter(q, req.apiKey),
+      keyIds,
       tag: text(q, 'tag'),
       session: text(q, 'session'),
       from,
