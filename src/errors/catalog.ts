@@ -123,8 +123,8 @@ export const ERROR_CATALOG = define({
     description: 'A provider sent to the catalog API carries a secret (`api_key`, `api_keys`, `headers`, Entra secrets), which is stored encrypted, and the gateway has no `OP_CATALOG_SECRET_KEY` (32 bytes, hex or base64; the same on every replica). Nothing was stored.',
   },
   catalog_conflict: {
-    status: 409, kind: 'retryable', scope: 'gateway', type: 'invalid_request_error',
-    description: 'Other catalog changes kept arriving while this one was validated (each change is validated against the latest catalog); retry.',
+    status: 409, kind: 'terminal', scope: 'request', type: 'invalid_request_error',
+    description: 'Other catalog changes kept arriving while this one was validated against the latest catalog (five times in a row): read the catalog again (`GET /v1/catalog`) and send the change again if it still applies.',
   },
   session_invalid: {
     status: 401, kind: 'terminal', scope: 'key', type: 'authentication_error',

@@ -133,7 +133,7 @@ export class CatalogSync {
    * @returns the stored entry after the change (undefined after a delete).
    * @throws GatewayError `catalog_entry_read_only` (409: the file has the id), `not_found`,
    * `invalid_catalog_entry` (400, every issue in `metadata.issues`), `catalog_secret_key_missing`,
-   * `catalog_conflict` (409, retryable: other changes kept coming), `database_unavailable`.
+   * `catalog_conflict` (409: other changes kept coming), `database_unavailable`.
    */
   change(req: CatalogRequest, actor: string): Promise<StoredCatalogEntry | undefined> {
     const run = this.writes.then(() => this.changeNow(req, actor));
