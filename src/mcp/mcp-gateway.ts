@@ -34,40 +34,62 @@ export interface McpKeyView {
   allowedTools: readonly string[];
   /** `max_tools` of the key: most entries one `tools/list` returns, `search_tools` included; null = no cap. */
   maxTools: number | null;
+  /** What the observer needs of the key (records, limits), passed through untouched; the gateway never reads it. */
+  caller?: unknown;
 }
 
-/** One tool call as an observer sees it (the seam for records, rate limits and metrics). */
+/** One tool call as an observer sees it (the seam for records, rate limits, metrics and spans). */
 export interface McpToolCallEvent {
   keyId: string;
-  /** The gateway's MCP session (`Mcp-Session-Id`). */
+  /** The key view of the session (its `caller` for the observer). */
+  key: McpKeyView;
+  /** The gateway's MCP session (`Mcp-Session-Id`; `inproc_…` for an in-process session). */
   sessionId: string;
+  /** The request of an in-process session's host (the Responses `mcp` tool loop's `req_…`); undefined for `/mcp` clients. */
+  requestId: string | undefined;
+  /** The model's tool-call id when the caller gave one (`_meta["dev.opinference/tool_call_id"]`, the tool loop does). */
+  callId: string | undefined;
+  /** The configured server id; '' when the name matched no server. */
   server: string;
-  /** The upstream's own tool name. */
+  /** The upstream's own tool name (the client's name when it matched no server). */
   tool: string;
+  /** The call's `arguments` (undefined when it sent none). */
+  arguments: Record<string, unknown> | undefined;
   /** Bytes of the call's `arguments` as JSON. */
   argumentBytes: number;
 }
 
-/** How a tool call ended: `ok`, `tool_error` (a result with `isError: true`), or `error` (refused, timed out, failed). */
+/**
+ * How a tool call ended: `ok`, `tool_error` (a result with `isError: true`), `error` (timed
+ * out, failed upstream), or `refused` (not in the key's view, unknown, or refused by `admit`:
+ * nothing was sent upstream).
+ */
 export interface McpToolCallOutcome extends McpToolCallEvent {
-  status: 'ok' | 'tool_error' | 'error';
+  status: 'ok' | 'tool_error' | 'error' | 'refused';
   /** From the gateway's receipt of the call to its answer, in ms. */
   latencyMs: number;
+  /** The result (ok and tool_error). */
+  result?: CallToolResult;
   /** Bytes of the result as JSON (0 when there is none). */
   resultBytes: number;
-  /** The catalog code (or the upstream's JSON-RPC code) and message of a failure. */
+  /** The catalog code (or the upstream's JSON-RPC code) and message of a failure or refusal. */
   error?: { code: string | number; message: string };
 }
 
 /**
- * Where records, rate limits and metrics plug in at `tools/call` (issue 22 items 4, not built
- * here): `admit` runs before anything is sent upstream and may refuse by throwing a
- * GatewayError (e.g. `rate_limited`); `ended` runs once per admitted call, whatever its outcome.
+ * Where records, rate limits, metrics and spans plug in at `tools/call` (issue 22 item 4,
+ * server/mcp-call-observer.ts): `admit` runs before anything is sent upstream and may refuse by
+ * throwing a GatewayError (e.g. `mcp_rate_limited`); `ended` runs once per call, whatever its
+ * outcome, refusals (`admit`'s and the key view's) included. Calls of the gateway's own
+ * `search_tools` are not observed.
  */
 export interface McpCallObserver {
   admit?(call: McpToolCallEvent): Promise<void> | void;
   ended?(outcome: McpToolCallOutcome): void;
 }
+
+/** The `_meta` key a caller names its model's tool-call id with (kept in the gateway, not sent upstream). */
+export const TOOL_CALL_ID_META = 'dev.opinference/tool_call_id';
 
 /** What the gateway needs from its host. */
 export interface McpGatewayOptions {
@@ -83,6 +105,8 @@ export interface McpRequestContext {
   key: McpKeyView;
   /** `/mcp/{server}`: only that server, its names not namespaced. Undefined for `/mcp`. */
   only?: string;
+  /** The host's request an in-process session serves (the Responses tool loop's id), for the observer. */
+  requestId?: string;
 }
 
 /** The gateway's own tool listed when a key's `max_tools` cuts the list. */
@@ -106,6 +130,7 @@ interface GatewaySession {
   id: string | undefined;
   key: McpKeyView;
   only: string | undefined;
+  requestId: string | undefined;
   server: Server;
   /** Streamable HTTP, or the legacy HTTP+SSE transport (`GET …/sse` + `POST …/messages`). */
   transport: StreamableHTTPServerTransport | SSEServerTransport;
@@ -293,6 +318,7 @@ export class McpGateway {
       id: undefined,
       key: ctx.key,
       only: ctx.only,
+      requestId: ctx.requestId,
       server,
       transport: undefined as unknown as StreamableHTTPServerTransport,
       connections: new Map(),
@@ -406,17 +432,31 @@ export class McpGateway {
     server.setRequestHandler(CallToolRequestSchema, guarded(async (request, extra) => {
       const { name } = request.params;
       if (name === SEARCH_TOOL_NAME && session.key.maxTools !== null) return this.searchTools(session, request.params.arguments);
-      const target = this.resolveName(session, name, 'tool');
-      const hidden = serverHides(target.server, target.name);
-      if (hidden !== undefined) throw new GatewayError('mcp_tool_not_allowed', `tool "${name}" may not be called: ${hidden}`, { param: 'name' });
-      if (!keyAllowsTool(session.key.allowedTools, target.server.id, target.name)) {
-        throw new GatewayError('mcp_tool_not_allowed', `tool "${name}" may not be called with this key: it is not in the key's allowed_tools`, { param: 'name' });
+      // The client's progress token and tool-call id stay here: the upstream gets the SDK's own token, and its progress is relayed under the client's.
+      const { progressToken, [TOOL_CALL_ID_META]: callId, ...meta } = request.params._meta ?? {};
+      const event: McpToolCallEvent = {
+        keyId: session.key.id, key: session.key, sessionId: session.id ?? '', requestId: session.requestId, callId: typeof callId === 'string' ? callId : undefined,
+        server: '', tool: name, arguments: request.params.arguments, argumentBytes: bytesOf(request.params.arguments),
+      };
+      const started = performance.now();
+      let target: { server: McpServerConfig; name: string };
+      try {
+        target = this.resolveName(session, name, 'tool');
+        event.server = target.server.id;
+        event.tool = target.name;
+        const hidden = serverHides(target.server, target.name);
+        if (hidden !== undefined) throw new GatewayError('mcp_tool_not_allowed', `tool "${name}" may not be called: ${hidden}`, { param: 'name' });
+        if (!keyAllowsTool(session.key.allowedTools, target.server.id, target.name)) {
+          throw new GatewayError('mcp_tool_not_allowed', `tool "${name}" may not be called with this key: it is not in the key's allowed_tools`, { param: 'name' });
+        }
+        await this.options.observer?.admit?.(event);
+      } catch (err) {
+        this.observeEnd(event, started, 'refused', undefined, err);
+        throw err;
       }
-      // The client's progress token stays here: the upstream gets the SDK's own, and its progress is relayed under the client's.
-      const { progressToken, ...meta } = request.params._meta ?? {};
       const onprogress = progressToken === undefined ? undefined : (p: Progress) => void extra.sendNotification({ method: 'notifications/progress', params: { ...p, progressToken } }).catch(() => {});
       const params = { ...request.params, ...(request.params._meta === undefined ? {} : { _meta: meta }) };
-      return this.callTool(session, target.server, target.name, params, { signal: extra.signal, ...(onprogress === undefined ? {} : { onprogress }) });
+      return this.callTool(session, target.server, target.name, params, { signal: extra.signal, ...(onprogress === undefined ? {} : { onprogress }) }, event, started);
     }));
 
     server.setRequestHandler(ListPromptsRequestSchema, guarded(async () => {
@@ -490,21 +530,31 @@ export class McpGateway {
     return lists.flat();
   }
 
-  /** Call an allowed tool upstream, with the observer's admission and outcome around it. */
-  private async callTool(session: GatewaySession, server: McpServerConfig, tool: string, params: { name: string; arguments?: Record<string, unknown> | undefined; _meta?: Record<string, unknown> | undefined }, extra: UpstreamRequestExtra): Promise<CallToolResult> {
-    const started = performance.now();
-    const event: McpToolCallEvent = { keyId: session.key.id, sessionId: session.id ?? '', server: server.id, tool, argumentBytes: bytesOf(params.arguments) };
-    const observer = this.options.observer;
-    await observer?.admit?.(event);
+  /** Call an admitted tool upstream; the observer hears how it ended. */
+  private async callTool(session: GatewaySession, server: McpServerConfig, tool: string, params: { name: string; arguments?: Record<string, unknown> | undefined; _meta?: Record<string, unknown> | undefined }, extra: UpstreamRequestExtra, event: McpToolCallEvent, started: number): Promise<CallToolResult> {
     try {
       const result = await this.connection(session, server).callTool({ ...params, name: tool }, extra);
-      observer?.ended?.({ ...event, status: result.isError === true ? 'tool_error' : 'ok', latencyMs: performance.now() - started, resultBytes: bytesOf(result) });
+      this.observeEnd(event, started, result.isError === true ? 'tool_error' : 'ok', result);
       return result;
     } catch (err) {
-      const e = toMcpError(err);
-      const code = (e.data as { code?: string } | undefined)?.code ?? e.code;
-      observer?.ended?.({ ...event, status: 'error', latencyMs: performance.now() - started, resultBytes: 0, error: { code, message: e.message } });
+      this.observeEnd(event, started, 'error', undefined, err);
       throw err;
+    }
+  }
+
+  /** Tell the observer how a call ended (an observer that throws is logged, never fails the call). */
+  private observeEnd(event: McpToolCallEvent, started: number, status: McpToolCallOutcome['status'], result?: CallToolResult, err?: unknown): void {
+    const ended = this.options.observer?.ended;
+    if (!ended) return;
+    let error: McpToolCallOutcome['error'];
+    if (err !== undefined) {
+      const e = toMcpError(err);
+      error = { code: (e.data as { code?: string } | undefined)?.code ?? e.code, message: e.message };
+    }
+    try {
+      ended({ ...event, status, latencyMs: performance.now() - started, resultBytes: bytesOf(result), ...(result === undefined ? {} : { result }), ...(error === undefined ? {} : { error }) });
+    } catch (e) {
+      this.options.warn(`MCP gateway: the call observer failed: ${e instanceof Error ? e.message : String(e)}`);
     }
   }
 

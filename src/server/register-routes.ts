@@ -20,6 +20,7 @@ import { registerHealthRoute } from './routes/health.js';
 import { registerKeyRoutes } from './routes/keys.js';
 import { registerTeamRoutes } from './routes/teams.js';
 import { registerMcpRoutes } from './routes/mcp.js';
+import { registerMcpCallRoutes } from './routes/mcp-calls.js';
 import { registerMetricsRoute } from './routes/metrics.js';
 import { registerModelRoutes } from './routes/models.js';
 import { registerReadyRoute } from './routes/ready.js';
@@ -138,6 +139,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): () => Reg
   registerKeyRoutes(app, rt, db, keys);
   registerTeamRoutes(app, rt, db, keys);
   registerMcpRoutes(app, rt);
+  registerMcpCallRoutes(app, db);
   registerMethodNotAllowed();
   registerDashboard(app);
   return routes;
