@@ -3,6 +3,7 @@ import { ApiError, get, request, session, setAuthLostHandler, type KeyInfo } fro
 import { h, replace } from './dom';
 import { generationPage } from './pages/generation';
 import { keysPage } from './pages/keys';
+import { mcpPage } from './pages/mcp';
 import { modelPage, modelsPage } from './pages/models';
 import { requestsPage } from './pages/requests';
 import { usagePage } from './pages/usage';
@@ -33,6 +34,8 @@ function resolve(hash: string): { route: Route; rest: string[]; params: URLSearc
       return { route: { page: rest.length ? modelPage : modelsPage, nav: 'models' }, rest, params };
     case 'keys':
       return { route: { page: keysPage, nav: 'keys' }, rest, params };
+    case 'mcp':
+      return { route: { page: mcpPage, nav: 'mcp' }, rest, params };
     default:
       return null;
   }
@@ -163,7 +166,7 @@ function showApp(): void {
       'header',
       { class: 'topbar' },
       h('a', { class: 'brand', href: '#/usage' }, h('span', { class: 'brand-mark', 'aria-hidden': 'true' }), 'opinference'),
-      h('nav', { class: 'nav', 'aria-label': 'Pages' }, navItem('usage', 'Usage'), navItem('requests', 'Requests'), navItem('models', 'Models'), navItem('keys', admin ? 'Keys' : 'My key')),
+      h('nav', { class: 'nav', 'aria-label': 'Pages' }, navItem('usage', 'Usage'), navItem('requests', 'Requests'), navItem('models', 'Models'), navItem('mcp', 'MCP'), navItem('keys', admin ? 'Keys' : 'My key')),
       h(
         'div',
         { class: 'who' },

@@ -10,10 +10,11 @@ import { GatewayError } from '../errors/gateway-error.js';
 import { jsonRpcErrorBody } from './mcp-errors.js';
 import type { GatewaySession, McpGatewayOptions, McpRequestContext, SessionHost } from './mcp-types.js';
 import { installHandlers } from './session-handlers.js';
-import { visibleServers } from './session-view.js';
+import { serverStatuses, visibleServers, type McpServerStatus } from './session-view.js';
 import { UpstreamConnection, type ListKind } from './upstream-connection.js';
 
 export { SEARCH_TOOL_NAME, TOOL_CALL_ID_META } from './mcp-types.js';
+export type { McpServerStatus } from './session-view.js';
 export type { McpCallObserver, McpGatewayOptions, McpKeyView, McpRequestContext, McpToolCallEvent, McpToolCallOutcome } from './mcp-types.js';
 
 /**
@@ -183,6 +184,22 @@ export class McpGateway {
     session.transport = transport as unknown as StreamableHTTPServerTransport;
     transport.onclose = () => void this.endSession(session);
     await session.server.connect(transport);
+  }
+
+  /**
+   * The servers of a key's view with their tools (or why listing them failed): a session of its
+   * own, opened for this and closed after (`GET /v1/mcp/servers`, the dashboard's MCP page).
+   * @throws GatewayError `gateway_shutting_down` after {@link close}.
+   */
+  async serverStatuses(ctx: McpRequestContext): Promise<McpServerStatus[]> {
+    if (this.closed) throw new GatewayError('gateway_shutting_down', 'the gateway is shutting down');
+    const session = this.openSession(ctx);
+    session.id = `status_${randomUUID()}`;
+    try {
+      return await serverStatuses(this.host, session);
+    } finally {
+      await this.endSession(session);
+    }
   }
 
   /** A new session with its server and handlers; the caller attaches the transport. */

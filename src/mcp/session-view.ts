@@ -78,3 +78,32 @@ export async function searchTools(host: SessionHost, session: GatewaySession, ar
     .map(({ t }) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }));
   return { content: [{ type: 'text', text: JSON.stringify({ tools: scored }) }], structuredContent: { tools: scored } };
 }
+
+/** One server of a key's view as `GET /v1/mcp/servers` shows it: its tools (the client's names), or why they could not be listed. */
+export interface McpServerStatus {
+  id: string;
+  transport: McpServerConfig['transport'];
+  /** The tools the key may use, as its client names them; null when the list failed. */
+  tools: string[] | null;
+  /** Why `tools/list` failed (scrubbed of the server's secrets), or null. */
+  error: string | null;
+  /** How long `tools/list` took, in ms (a session opened for it included). */
+  latency_ms: number;
+}
+
+/** Ask every server of the session's view for its tools, each on its own (one failing server does not hide the others). */
+export async function serverStatuses(host: SessionHost, session: GatewaySession): Promise<McpServerStatus[]> {
+  return Promise.all(
+    visibleServers(host, session).map(async (server): Promise<McpServerStatus> => {
+      const started = performance.now();
+      try {
+        const tools = (await host.connection(session, server).listTools())
+          .filter((t) => serverHides(server, t.name) === undefined && keyAllowsTool(session.key.allowedTools, server.id, t.name))
+          .map((t) => clientName(session, server.id, t.name));
+        return { id: server.id, transport: server.transport, tools, error: null, latency_ms: Math.round(performance.now() - started) };
+      } catch (err) {
+        return { id: server.id, transport: server.transport, tools: null, error: err instanceof Error ? err.message : String(err), latency_ms: Math.round(performance.now() - started) };
+      }
+    }),
+  );
+}

@@ -139,7 +139,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): () => Reg
   registerKeyRoutes(app, rt, db, keys);
   registerTeamRoutes(app, rt, db, keys);
   registerMcpRoutes(app, rt);
-  registerMcpCallRoutes(app, db);
+  registerMcpCallRoutes(app, rt, db);
   registerMethodNotAllowed();
   registerDashboard(app);
   return routes;

@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
+import { mcpKeyView } from '../../mcp/key-view.js';
+import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
 import { listMcpCalls, MCP_CALL_STATUSES, MCP_SUMMARY_MAX_RANGE_MS, summarizeMcpCalls, type McpCallFilter, type McpCallStatus } from '../../store/mcp-calls.js';
 import { decodeCursor } from '../../store/generation-search.js';
 import type { ApiKey } from '../../store/keys.js';
@@ -49,6 +51,7 @@ export function mcpCallObject(r: McpToolCallsTable) {
 }
 
 /**
+ * `GET /v1/mcp/servers`: the servers of the key's view and their tools.
  * `GET /v1/mcp/calls`: MCP tool-call records, newest first, cursor paged (`limit` 1–200, default
  * 50; `next_cursor`). `GET /v1/mcp/calls/summary`: calls, ok, tool errors, errors, refusals and
  * p50/p95 latency (ms) by server and tool (`by_key=true`: and by key) over `since`…`until`
@@ -57,7 +60,13 @@ export function mcpCallObject(r: McpToolCallsTable) {
  * own calls; the admin key sees all (`key_id=admin`: its own). Bad parameters are 400
  * `invalid_request` naming them.
  */
-export function registerMcpCallRoutes(app: FastifyInstance, db: Kysely<Database>): void {
+export function registerMcpCallRoutes(app: FastifyInstance, rt: () => GatewayRuntime, db: Kysely<Database>): void {
+  /** `GET /v1/mcp/servers`: the configured MCP servers the key's view names, with the tools it may use (asked now) or why they could not be listed. */
+  app.get<{ Querystring: Query }>('/v1/mcp/servers', { config: { ownsPath: true } }, async (req) => {
+    onlyKnown(req.query, []);
+    return { data: await rt().mcp.serverStatuses({ key: mcpKeyView(req.apiKey, rt().config.retention) }) };
+  });
+
   app.get<{ Querystring: Query }>('/v1/mcp/calls', { config: { ownsPath: true } }, async (req) => {
     const q = req.query;
     onlyKnown(q, LIST_PARAMS);
