@@ -21,8 +21,9 @@ export interface McpCallWriterHooks {
 /**
  * Writes MCP tool-call records (`mcp_tool_calls`) off the call path, the generation writer's
  * pattern at a smaller scale (store/generation-writer.ts): {@link add} queues a row and returns
- * at once; a batch is written every `intervalMs` (or at once when `batchSize` rows wait), in one
- * transaction. Nothing blocks a call and nothing is lost silently: a database that cannot be
+ * at once; a batch is written every `intervalMs` (or the next turn when `batchSize` rows wait), in one
+ * transaction of 200-row statements a turn of the event loop apart. Nothing blocks a call and
+ * nothing is lost silently: a database that cannot be
  * written (disk full, read-only, PostgreSQL unreachable: record-guard.ts `isEnvironmentError`)
  * keeps the rows queued and retries with backoff ({@link RETRY_MIN_MS}…{@link RETRY_MAX_MS}),
  * logged once with its real error; past `maxQueued` the oldest rows are dropped and counted; a
@@ -37,6 +38,8 @@ export class McpCallWriter {
   private running: Promise<void> | undefined;
   private failure: string | null = null;
   private closing = false;
+  /** A flush is scheduled for the next turn (a full batch). */
+  private soon = false;
   /** Rows written since start. */
   written = 0;
   /** Rows given up on since start. */
@@ -76,8 +79,16 @@ export class McpCallWriter {
       this.drop(extra.length, 'queue_full');
     }
     if (this.retryTimer || this.closing) return; // a failing database: the retry timer drives the writes
-    if (this.queue.length >= this.batchSize) void this.flush();
-    else if (!this.timer) {
+    // A full batch is written a turn later (never inside the caller's turn: the call's answer goes first).
+    if (this.queue.length >= this.batchSize) {
+      if (!this.soon) {
+        this.soon = true;
+        setImmediate(() => {
+          this.soon = false;
+          void this.flush();
+        });
+      }
+    } else if (!this.timer) {
       this.timer = setTimeout(() => void this.flush(), this.intervalMs);
       this.timer.unref();
     }
@@ -154,7 +165,11 @@ export class McpCallWriter {
     const rows = batch.map(bounded);
     try {
       await this.db.transaction().execute(async (trx) => {
-        for (let i = 0; i < rows.length; i += INSERT_CHUNK) await trx.insertInto('mcp_tool_calls').values(rows.slice(i, i + INSERT_CHUNK)).execute();
+        for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+          // SQLite runs each statement synchronously: a turn of the event loop between chunks keeps it free.
+          if (i > 0) await new Promise((r) => setImmediate(r));
+          await trx.insertInto('mcp_tool_calls').values(rows.slice(i, i + INSERT_CHUNK)).execute();
+        }
       });
       this.written += rows.length;
       return [];
