@@ -352,7 +352,7 @@ describe('metrics and spans', () => {
 });
 
 describe('the record writer when the database cannot be written', () => {
-  test('records stay queued while writes fail (nothing blocks, nothing lost) and are written once the database is back', async () => {
+  test('records stay queued while writes fail (nothing blocks, nothing lost, /ready 503) and are written once the database is back', async () => {
     let failing = true;
     const real = gw.store.db;
     // The writer uses transaction() and insertInto(): both fail like a full disk while `failing`.
@@ -372,6 +372,17 @@ describe('the record writer when the database cannot be written', () => {
     assert.equal(writer.queued, 1);
     assert.match(writer.problem!, /SQLITE_FULL/);
     assert.match(logged[0]!, /cannot be written: SQLITE_FULL/);
+    // /ready says so while it lasts (as for generation records).
+    const runtime = gw.gateway.runtime();
+    const own = runtime.mcpCalls;
+    runtime.mcpCalls = writer;
+    try {
+      const ready = await fetch(`${gw.origin}/ready`);
+      assert.equal(ready.status, 503);
+      assert.match(((await ready.json()) as Json).reason, /MCP call records cannot be written: SQLITE_FULL/);
+    } finally {
+      runtime.mcpCalls = own;
+    }
     failing = false;
     await writer.close();
     assert.equal(writer.queued, 0);
