@@ -19,13 +19,14 @@ export interface McpCaller {
  * The MCP gateway's view of a key: its `allowed_tools` and `max_tools` (the admin key sees
  * every tool, uncapped) and, for the observer, its team, retention (the key's, else its team's,
  * else `defaultRetention`, the config's `retention`) and `mcp_calls_per_minute`.
- * `maxTools: false` leaves the list uncapped (the Responses tool loop lists every tool itself).
+ * `capTools: false` leaves the list uncapped (the Responses tool loop lists every tool itself);
+ * `retention` is a request's own (`op.retention` of the Responses request whose loop calls).
  */
-export function mcpKeyView(key: ApiKey, defaultRetention: 'none' | number, options: { capTools?: boolean } = {}): McpKeyView {
+export function mcpKeyView(key: ApiKey, defaultRetention: 'none' | number, options: { capTools?: boolean; retention?: 'none' | number } = {}): McpKeyView {
   const caller: McpCaller = {
     isAdmin: key.isAdmin,
     teamId: key.team?.id ?? null,
-    retention: key.settings.retention ?? key.team?.settings.retention ?? defaultRetention,
+    retention: options.retention ?? key.settings.retention ?? key.team?.settings.retention ?? defaultRetention,
     callsPerMinute: key.isAdmin ? null : key.settings.mcp_calls_per_minute,
   };
   return {

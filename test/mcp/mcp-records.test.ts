@@ -351,6 +351,25 @@ describe('metrics and spans', () => {
   });
 });
 
+describe('the Responses mcp tool loop', () => {
+  test('its calls are recorded under the request, keeping text as the request\'s op.retention says', async () => {
+    const k = await keyWith({});
+    const turn = (message: Json, finish: string) => ({ json: { id: 'c', object: 'chat.completion', created: 1, model: 'up-1', choices: [{ index: 0, message: { role: 'assistant', content: null, ...message }, finish_reason: finish }], usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 } } });
+    model.enqueue(turn({ tool_calls: [{ id: 'call_ret2', type: 'function', function: { name: 'orders__cancel_order', arguments: '{"order_id":"R-2"}' } }] }, 'tool_calls'), turn({ content: 'cancelled' }, 'stop'));
+    const res = await fetch(`${gw.baseURL}/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${k.secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'test/model', input: 'cancel R-2', tools: [{ type: 'mcp', server_label: 'orders', require_approval: 'never' }], op: { retention: 2 } }),
+    });
+    assert.equal(res.status, 200);
+    const requestId = res.headers.get('x-request-id');
+    const [row] = await rowsOf(k.id);
+    assert.deepEqual([row!.request_id, row!.tool, row!.status, row!.retention], [requestId, 'cancel_order', 'ok', '2']);
+    assert.deepEqual(JSON.parse(row!.arguments!), { order_id: 'R-2' });
+    assert.deepEqual(JSON.parse(row!.result!), { content: [{ type: 'text', text: 'order R-2 cancelled' }] });
+  });
+});
+
 describe('the record writer when the database cannot be written', () => {
   test('records stay queued while writes fail (nothing blocks, nothing lost, /ready 503) and are written once the database is back', async () => {
     let failing = true;

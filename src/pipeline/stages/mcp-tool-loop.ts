@@ -92,7 +92,10 @@ export async function serveMcpToolLoop(rt: GatewayRuntime, ingress: GenerationIn
   const state: LoopState = { output: [], turnItems: [], usage: null, stream: undefined };
   try {
     const requested = mcpToolsOf(body.tools as unknown[], rt.mcp.serverIds());
-    client = await connectInProcess(rt.mcp, { key: mcpKeyView(key, rt.config.retention, { capTools: false }), requestId });
+    // The calls' records keep text as the request's turns do: its own op.retention, else the key's.
+    const asked = (body.op as { retention?: unknown } | undefined)?.retention;
+    const retention = asked === 'none' || (typeof asked === 'number' && Number.isInteger(asked) && asked >= 0) ? asked : undefined;
+    client = await connectInProcess(rt.mcp, { key: mcpKeyView(key, rt.config.retention, { capTools: false, ...(retention === undefined ? {} : { retention }) }), requestId });
     const { functions, offered } = await listTools(client, requested, requestId, state);
     if (body.stream === true) {
       state.stream = new McpLoopEvents();
