@@ -81,40 +81,54 @@ function numeric(r: McpToolCallsTable): McpToolCallsTable {
   return { ...r, created_at: Number(r.created_at), latency_ms: Number(r.latency_ms), request_bytes: Number(r.request_bytes), response_bytes: Number(r.response_bytes) };
 }
 
-/** The nearest-rank percentile of ascending `sorted` (0 when empty). */
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-}
+/** Most groups one summary returns (the ones with the most calls). */
+export const MCP_SUMMARY_MAX_GROUPS = 500;
+
+/** A group's `key_id` condition: the admin key's calls have none. */
+const keyCondition = (keyId: string | null) => (keyId === null ? { op: 'is' as const, value: null } : { op: '=' as const, value: keyId });
 
 /**
  * Calls matching the filter grouped by server and tool (and by key with `byKey`): counts per
- * status and nearest-rank p50/p95 of `latency_ms`, ordered by calls (most first), then server
- * and tool. Reads the rows' status and latency only (the `created_at` index bounds the range).
+ * status (one GROUP BY in the database) and the nearest-rank p50/p95 of `latency_ms`, each
+ * read by the database as one ordered row of its group (`order by latency_ms limit 1 offset
+ * k`), so no group's rows are held in memory here. Ordered by calls (most first), then server
+ * and tool; at most {@link MCP_SUMMARY_MAX_GROUPS} groups.
  */
 export async function summarizeMcpCalls(db: Kysely<Database>, f: McpCallFilter & { byKey: boolean }): Promise<McpCallSummaryRow[]> {
-  const rows = await filtered(db, f).select(['server', 'tool', 'key_id', 'status', 'latency_ms']).execute();
-  const groups = new Map<string, { row: McpCallSummaryRow; latencies: number[] }>();
-  for (const r of rows) {
-    const keyId = r.key_id ?? 'admin';
-    const id = f.byKey ? JSON.stringify([r.server, r.tool, keyId]) : JSON.stringify([r.server, r.tool]);
-    let g = groups.get(id);
-    if (!g) {
-      g = { row: { server: r.server, tool: r.tool, ...(f.byKey ? { key_id: keyId } : {}), calls: 0, ok: 0, tool_errors: 0, errors: 0, refused: 0, p50_latency_ms: 0, p95_latency_ms: 0 }, latencies: [] };
-      groups.set(id, g);
-    }
-    g.row.calls++;
-    if (r.status === 'ok') g.row.ok++;
-    else if (r.status === 'tool_error') g.row.tool_errors++;
-    else if (r.status === 'refused') g.row.refused++;
-    else g.row.errors++;
-    g.latencies.push(Number(r.latency_ms));
-  }
-  const out = [...groups.values()].map(({ row, latencies }) => {
-    latencies.sort((a, b) => a - b);
-    return { ...row, p50_latency_ms: percentile(latencies, 50), p95_latency_ms: percentile(latencies, 95) };
-  });
-  return out.sort((a, b) => b.calls - a.calls || (a.server < b.server ? -1 : a.server > b.server ? 1 : a.tool < b.tool ? -1 : a.tool > b.tool ? 1 : 0));
+  const count = (status: string) => sql<number>`sum(case when ${sql.ref('status')} = ${status} then 1 else 0 end)`;
+  let q = filtered(db, f)
+    .select((eb) => ['server', 'tool', eb.fn.countAll<number>().as('calls'), count('ok').as('ok'), count('tool_error').as('tool_errors'), count('error').as('errors'), count('refused').as('refused')])
+    .groupBy(['server', 'tool']);
+  if (f.byKey) q = q.select('key_id').groupBy('key_id');
+  const groups = (await q.orderBy(sql`count(*)`, 'desc').orderBy('server').orderBy('tool').limit(MCP_SUMMARY_MAX_GROUPS).execute()) as unknown as Array<{ server: string; tool: string; key_id?: string | null; calls: number | string; ok: number | string; tool_errors: number | string; errors: number | string; refused: number | string }>;
+  return Promise.all(
+    groups.map(async (g): Promise<McpCallSummaryRow> => {
+      const calls = Number(g.calls);
+      const at = async (p: number): Promise<number> => {
+        let lq = filtered(db, f).select('latency_ms').where('server', '=', g.server).where('tool', '=', g.tool);
+        if (f.byKey) {
+          const k = keyCondition(g.key_id ?? null);
+          lq = k.op === 'is' ? lq.where('key_id', 'is', null) : lq.where('key_id', '=', k.value);
+        }
+        const rank = Math.min(calls - 1, Math.max(0, Math.ceil((p / 100) * calls) - 1));
+        const row = await lq.orderBy('latency_ms').limit(1).offset(rank).executeTakeFirst();
+        return row === undefined ? 0 : Number(row.latency_ms);
+      };
+      const [p50, p95] = await Promise.all([at(50), at(95)]);
+      return {
+        server: g.server,
+        tool: g.tool,
+        ...(f.byKey ? { key_id: g.key_id ?? 'admin' } : {}),
+        calls,
+        ok: Number(g.ok),
+        tool_errors: Number(g.tool_errors),
+        errors: Number(g.errors),
+        refused: Number(g.refused),
+        p50_latency_ms: p50,
+        p95_latency_ms: p95,
+      };
+    }),
+  );
 }
 
 const DAY_MS = 86_400_000;
