@@ -9,6 +9,9 @@ import { newMcpCallId } from '../util/ids.js';
 /** The prefix of a key's MCP call window in the limit store (`mcp:<key id>`), apart from its request window. */
 export const MCP_LIMIT_PREFIX = 'mcp:';
 
+/** Most distinct `tool` label values per server; past it a new name counts under `_other` (a client may send any name). */
+export const MAX_TOOL_LABELS_PER_SERVER = 500;
+
 /** The observer's reading of a key view's `caller` (mcp/key-view.ts); a view without one is a key with no limit and no text kept. */
 function callerOf(call: McpToolCallEvent): McpCaller {
   const c = call.key.caller as McpCaller | undefined;
@@ -52,6 +55,16 @@ export function mcpCallRow(o: McpToolCallOutcome, now: number): McpToolCallsTabl
  *   limit store's `limits_unavailable`.
  */
 export function mcpCallObserver(rt: () => GatewayRuntime): McpCallObserver {
+  /** The `tool` label values used so far, per server. */
+  const labelled = new Map<string, Set<string>>();
+  const toolLabel = (server: string, tool: string): string => {
+    let seen = labelled.get(server);
+    if (!seen) labelled.set(server, (seen = new Set()));
+    if (seen.has(tool)) return tool;
+    if (seen.size >= MAX_TOOL_LABELS_PER_SERVER) return '_other';
+    seen.add(tool);
+    return tool;
+  };
   return {
     async admit(call) {
       const limit = callerOf(call).callsPerMinute;
@@ -65,8 +78,8 @@ export function mcpCallObserver(rt: () => GatewayRuntime): McpCallObserver {
       const runtime = rt();
       const now = Date.now();
       runtime.mcpCalls.add(mcpCallRow(o, now));
-      // A name of no server is the client's: kept out of the label values (the series would grow with it).
-      const labels = o.server === '' ? { server: '', tool: '' } : { server: o.server, tool: o.tool };
+      // A name of no server is the client's: kept out of the label values (the series would grow with it); so is a server's past MAX_TOOL_LABELS_PER_SERVER names.
+      const labels = o.server === '' ? { server: '', tool: '' } : { server: o.server, tool: toolLabel(o.server, o.tool) };
       runtime.metrics.mcpToolCalls.inc({ ...labels, status: o.status });
       if (o.status !== 'refused') runtime.metrics.mcpToolCallDuration.observe(labels, o.latencyMs / 1000);
       if (mcpToolCallEnd.hasSubscribers) mcpToolCallEnd.publish({ outcome: o, startedAt: now - o.latencyMs } satisfies McpToolCallEndEvent);

@@ -25,6 +25,9 @@ import { createKey } from '../../src/store/keys.js';
 import type { KeySettings } from '../../src/store/key-settings.js';
 import { McpCallWriter } from '../../src/store/mcp-call-writer.js';
 import { purgeExpiredMcpCallText } from '../../src/store/mcp-calls.js';
+import { GatewayMetrics } from '../../src/pipeline/state/metrics.js';
+import type { GatewayRuntime } from '../../src/pipeline/state/runtime.js';
+import { MAX_TOOL_LABELS_PER_SERVER, mcpCallObserver } from '../../src/server/mcp-call-observer.js';
 import { migrate } from '../../src/store/migrations.js';
 import type { Database, McpToolCallsTable } from '../../src/store/schema.js';
 import { startTelemetry, type Telemetry } from '../../src/telemetry/telemetry.js';
@@ -317,6 +320,21 @@ describe('metrics and spans', () => {
     assert.match(text, /^opinference_mcp_tool_calls_total\{server="orders",tool="cancel_order",status="ok"\} 2$/m);
     assert.match(text, /^opinference_mcp_tool_call_duration_seconds_count\{server="orders",tool="cancel_order"\} 2$/m);
     assert.match(text, /^opinference_mcp_tool_calls_total\{server="weather",tool="add",status="refused"\} 1$/m);
+  });
+
+  test('tool names a client makes up cannot grow the series: past 500 names per server they count under _other', async () => {
+    const metrics = new GatewayMetrics();
+    const queued: McpToolCallsTable[] = [];
+    const observer = mcpCallObserver(() => ({ metrics, mcpCalls: { add: (r: McpToolCallsTable) => queued.push(r) } }) as unknown as GatewayRuntime);
+    const key = { id: 'key_x', allowedTools: [], maxTools: null };
+    for (let i = 0; i < MAX_TOOL_LABELS_PER_SERVER + 2; i++) {
+      observer.ended!({ keyId: 'key_x', key, sessionId: 's', requestId: undefined, callId: undefined, server: 'weather', tool: `made_up_${i}`, arguments: undefined, argumentBytes: 0, status: 'error', latencyMs: 1, resultBytes: 0, error: { code: -32602, message: 'unknown tool' } });
+    }
+    const text = await metrics.registry.metrics();
+    assert.match(text, /^opinference_mcp_tool_calls_total\{server="weather",tool="_other",status="error"\} 2$/m);
+    assert.match(text, /^opinference_mcp_tool_calls_total\{server="weather",tool="made_up_499",status="error"\} 1$/m);
+    assert.equal(queued.length, MAX_TOOL_LABELS_PER_SERVER + 2, 'every call is still recorded, under its own name');
+    assert.equal(queued[MAX_TOOL_LABELS_PER_SERVER + 1]!.tool, 'made_up_501');
   });
 
   test('a /mcp call is an execute_tool span with the gen_ai.tool attributes; a Responses mcp tool call is one under its request, with the model\'s call id, recorded under its request id', async () => {
