@@ -30,7 +30,7 @@ Usage:
                                              processes on one port (auto: one per core; needs OP_REDIS_URL)
   opinference keys create --name NAME [--limit USD] [--limit-reset daily|weekly|monthly|never]
                          [--rpm N] [--tpm N] [--models a/b,c/d] [--retention none|DAYS]
-                         [--tools srv__tool,srv2,srv3__get_*] [--max-tools N]
+                         [--tools srv__tool,srv2,srv3__get_*] [--max-tools N] [--mcp-calls-per-minute N]
                          [--expires-in-days N] [--team ID_OR_NAME]
                                              create a key; its secret is printed once
   opinference keys list                      list keys (never their secrets)
@@ -286,6 +286,7 @@ async function main(argv: string[]): Promise<void> {
       models: { type: 'string' },
       tools: { type: 'string' },
       'max-tools': { type: 'string' },
+      'mcp-calls-per-minute': { type: 'string' },
       retention: { type: 'string' },
       team: { type: 'string' },
       from: { type: 'string' },
@@ -375,7 +376,7 @@ async function migrateCommand(values: { from?: string; to?: string; resume?: boo
   }
 }
 
-type KeyFlags = { config?: string; name?: string; 'expires-in-days'?: string; limit?: string; 'limit-reset'?: string; rpm?: string; tpm?: string; models?: string; tools?: string; 'max-tools'?: string; retention?: string; team?: string };
+type KeyFlags = { config?: string; name?: string; 'expires-in-days'?: string; limit?: string; 'limit-reset'?: string; rpm?: string; tpm?: string; models?: string; tools?: string; 'max-tools'?: string; 'mcp-calls-per-minute'?: string; retention?: string; team?: string };
 
 /**
  * The ids of `--models a/b,c/d`. A list that names no model (`""`, `" "`, `","`) is refused:
@@ -418,6 +419,7 @@ function settingsFromFlags(values: KeyFlags): Partial<KeySettings> {
     allowed_models: values.models === undefined ? [] : modelList(values.models),
     allowed_tools: values.tools === undefined ? [] : toolList(values.tools),
     max_tools: int('max-tools', values['max-tools']),
+    mcp_calls_per_minute: int('mcp-calls-per-minute', values['mcp-calls-per-minute']),
     retention: values.retention === undefined ? null : values.retention === 'none' ? 'none' : Number(values.retention),
   };
   const parsed = keySettingsSchema.safeParse(raw);
@@ -466,7 +468,7 @@ async function keysCommand(sub: string | undefined, arg: string | undefined, val
       if (keys.length === 0) process.stdout.write('no keys; create one with: opinference keys create --name NAME\n');
       for (const k of keys) {
         const s = k.settings;
-        const limits = [s.limit !== null ? `limit $${s.limit}/${s.limit_reset}` : 'no limit', s.rate_limit.requests_per_minute ? `${s.rate_limit.requests_per_minute} rpm` : '', s.rate_limit.tokens_per_minute ? `${s.rate_limit.tokens_per_minute} tpm` : ''].filter(Boolean).join(', ');
+        const limits = [s.limit !== null ? `limit $${s.limit}/${s.limit_reset}` : 'no limit', s.rate_limit.requests_per_minute ? `${s.rate_limit.requests_per_minute} rpm` : '', s.rate_limit.tokens_per_minute ? `${s.rate_limit.tokens_per_minute} tpm` : '', s.mcp_calls_per_minute ? `${s.mcp_calls_per_minute} MCP calls/min` : ''].filter(Boolean).join(', ');
         const team = k.team ? `\tteam ${k.team.name}` : '';
         process.stdout.write(`${k.id}\t${k.name}\t${k.prefix}…\t${k.disabled ? 'disabled' : k.expiresAt !== null && k.expiresAt <= Date.now() ? 'expired' : 'active'}\t${limits}\t${new Date(k.createdAt).toISOString()}${team}\n`);
       }

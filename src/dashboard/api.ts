@@ -313,3 +313,38 @@ export interface ModelEndpoints {
   description?: string;
   endpoints: Endpoint[];
 }
+
+/** `GET /v1/mcp/servers`: a server of the key's view, its tools or why they could not be listed. */
+export interface McpServer {
+  id: string;
+  transport: string;
+  tools: string[] | null;
+  error: string | null;
+  latency_ms: number;
+}
+
+/** One group of `GET /v1/mcp/calls/summary`. */
+export interface McpCallGroup {
+  server: string;
+  tool: string;
+  key_id?: string;
+  calls: number;
+  ok: number;
+  tool_errors: number;
+  errors: number;
+  refused: number;
+  p50_latency_ms: number;
+  p95_latency_ms: number;
+}
+
+/** One record of `GET /v1/mcp/calls`. */
+export interface McpCall {
+  id: string;
+  created_at: string;
+  key_id: string;
+  server: string;
+  tool: string;
+  status: string;
+  error: { code: string; message: string | null } | null;
+  latency_ms: number;
+}

@@ -3,6 +3,7 @@ import { ApiError, get, request, session, setAuthLostHandler, sso, ssoLogout, ss
 import { h, replace } from './dom';
 import { generationPage } from './pages/generation';
 import { keysPage } from './pages/keys';
+import { mcpPage } from './pages/mcp';
 import { modelPage, modelsPage } from './pages/models';
 import { catalogPage } from './pages/catalog';
 import { requestsPage } from './pages/requests';
@@ -36,6 +37,8 @@ function resolve(hash: string): { route: Route; rest: string[]; params: URLSearc
       return { route: { page: keysPage, nav: 'keys' }, rest, params };
     case 'catalog':
       return { route: { page: catalogPage, nav: 'catalog' }, rest, params };
+    case 'mcp':
+      return { route: { page: mcpPage, nav: 'mcp' }, rest, params };
     default:
       return null;
   }
@@ -185,7 +188,7 @@ function showApp(): void {
       'header',
       { class: 'topbar' },
       h('a', { class: 'brand', href: '#/usage' }, h('span', { class: 'brand-mark', 'aria-hidden': 'true' }), 'opinference'),
-      h('nav', { class: 'nav', 'aria-label': 'Pages' }, navItem('usage', 'Usage'), navItem('requests', 'Requests'), navItem('models', 'Models'), navItem('keys', admin || me.sso ? 'Keys' : 'My key'), admin ? navItem('catalog', 'Catalog') : null),
+      h('nav', { class: 'nav', 'aria-label': 'Pages' }, navItem('usage', 'Usage'), navItem('requests', 'Requests'), navItem('models', 'Models'), navItem('mcp', 'MCP'), navItem('keys', admin || me.sso ? 'Keys' : 'My key'), admin ? navItem('catalog', 'Catalog') : null),
       h(
         'div',
         { class: 'who' },

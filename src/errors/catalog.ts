@@ -258,6 +258,10 @@ export const ERROR_CATALOG = define({
     status: 502, kind: 'retryable', scope: 'provider', type: 'server_error',
     description: 'An upstream MCP server could not be reached, refused the gateway (its credentials in `mcp_servers[].headers`), or its stdio process exited; the gateway reconnects (a new session, a new process) on the next request. The message is the upstream\'s, with the server\'s configured header and environment values removed.',
   },
+  mcp_rate_limited: {
+    status: 429, kind: 'retryable', scope: 'key', type: 'rate_limit_error',
+    description: 'An MCP `tools/call` (through `/mcp`, `/mcp/{server}` or the Responses `mcp` tool) passed the key\'s `mcp_calls_per_minute`; sent as a JSON-RPC error `-32029` with this code and `retry_after_ms` in `data`, recorded as a refused call. Nothing was sent upstream; the window resets within a minute.',
+  },
   mcp_origin_not_allowed: {
     status: 403, kind: 'terminal', scope: 'request', type: 'permission_error',
     description: 'A request to `/mcp` carried an `Origin` (a browser page) that is neither the gateway\'s own nor listed in `server.cors.allowed_origins`: refused as the MCP transport requires, against DNS-rebinding pages; clients that are not browsers send no `Origin`.',

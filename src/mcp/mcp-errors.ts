@@ -9,6 +9,9 @@ import { GatewayError } from '../errors/gateway-error.js';
  * @see https://modelcontextprotocol.io/specification/2025-11-25/server/tools#error-handling
  */
 
+/** JSON-RPC code of `mcp_rate_limited` (docs/mcp.md): a server error of the implementation-defined range. */
+export const MCP_RATE_LIMITED_CODE = -32029;
+
 /** JSON-RPC code of each catalog error sent over MCP; anything else is -32603 (internal). */
 const JSON_RPC_CODES: Partial<Record<CatalogCode, number>> = {
   mcp_tool_not_allowed: ErrorCode.InvalidParams,
@@ -17,6 +20,8 @@ const JSON_RPC_CODES: Partial<Record<CatalogCode, number>> = {
   mcp_result_too_large: ErrorCode.InternalError,
   mcp_upstream_unavailable: ErrorCode.InternalError,
   mcp_session_not_found: -32001,
+  // Implementation-defined server error (-32000…-32099): 429 in its last digits.
+  mcp_rate_limited: MCP_RATE_LIMITED_CODE,
   mcp_origin_not_allowed: ErrorCode.ConnectionClosed,
   invalid_json: ErrorCode.ParseError,
   invalid_request: ErrorCode.InvalidRequest,
@@ -28,10 +33,12 @@ const JSON_RPC_CODES: Partial<Record<CatalogCode, number>> = {
   key_expired: ErrorCode.ConnectionClosed,
 };
 
-/** `{ code, param? }`: what `data` of a JSON-RPC error from the gateway holds. */
+/** `{ code, param?, retry_after_ms? }`: what `data` of a JSON-RPC error from the gateway holds. */
 export interface McpErrorData {
   code: CatalogCode;
   param?: string;
+  /** `mcp_rate_limited`: ms until the key's window resets. */
+  retry_after_ms?: number;
 }
 
 /**
@@ -60,7 +67,8 @@ export function toMcpError(err: unknown): McpWireError {
   if (err instanceof McpWireError) return err;
   if (err instanceof McpError) return new McpWireError(err.code, bareMessage(err), err.data);
   if (err instanceof GatewayError) {
-    const data: McpErrorData = { code: err.code, ...(err.param === null ? {} : { param: err.param }) };
+    const retryAfter = err.metadata?.retry_after_ms;
+    const data: McpErrorData = { code: err.code, ...(err.param === null ? {} : { param: err.param }), ...(typeof retryAfter === 'number' ? { retry_after_ms: retryAfter } : {}) };
     return new McpWireError(JSON_RPC_CODES[err.code] ?? ErrorCode.InternalError, err.message, data);
   }
   return new McpWireError(ErrorCode.InternalError, 'internal error in the MCP gateway', { code: 'internal_error' });

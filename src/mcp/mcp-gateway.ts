@@ -4,119 +4,18 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  CallToolRequestSchema,
-  GetPromptRequestSchema,
-  isInitializeRequest,
-  ListPromptsRequestSchema,
-  ListResourcesRequestSchema,
-  ListResourceTemplatesRequestSchema,
-  ListToolsRequestSchema,
-  McpError,
-  ReadResourceRequestSchema,
-  type CallToolResult,
-  type Progress,
-  type Prompt,
-  type Resource,
-  type ResourceTemplate,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { McpServerConfig } from '../config/schema.js';
 import { GatewayError } from '../errors/gateway-error.js';
-import { jsonRpcErrorBody, McpWireError, toMcpError } from './mcp-errors.js';
-import { keyAllowsTool, keySeesServer, namespaced, serverHides, splitNamespaced } from './tool-patterns.js';
-import { UpstreamConnection, type ListKind, type UpstreamRequestExtra } from './upstream-connection.js';
+import { jsonRpcErrorBody } from './mcp-errors.js';
+import type { GatewaySession, McpGatewayOptions, McpRequestContext, SessionHost } from './mcp-types.js';
+import { installHandlers } from './session-handlers.js';
+import { serverStatuses, visibleServers, type McpServerStatus } from './session-view.js';
+import { UpstreamConnection, type ListKind } from './upstream-connection.js';
 
-/** The part of a gateway key the MCP gateway reads (store/keys.ts `ApiKey`, settings of issue 22). */
-export interface McpKeyView {
-  id: string;
-  /** `allowed_tools` of the key (tool-patterns.ts `keyAllowsTool`); empty = every tool. */
-  allowedTools: readonly string[];
-  /** `max_tools` of the key: most entries one `tools/list` returns, `search_tools` included; null = no cap. */
-  maxTools: number | null;
-}
-
-/** One tool call as an observer sees it (the seam for records, rate limits and metrics). */
-export interface McpToolCallEvent {
-  keyId: string;
-  /** The gateway's MCP session (`Mcp-Session-Id`). */
-  sessionId: string;
-  server: string;
-  /** The upstream's own tool name. */
-  tool: string;
-  /** Bytes of the call's `arguments` as JSON. */
-  argumentBytes: number;
-}
-
-/** How a tool call ended: `ok`, `tool_error` (a result with `isError: true`), or `error` (refused, timed out, failed). */
-export interface McpToolCallOutcome extends McpToolCallEvent {
-  status: 'ok' | 'tool_error' | 'error';
-  /** From the gateway's receipt of the call to its answer, in ms. */
-  latencyMs: number;
-  /** Bytes of the result as JSON (0 when there is none). */
-  resultBytes: number;
-  /** The catalog code (or the upstream's JSON-RPC code) and message of a failure. */
-  error?: { code: string | number; message: string };
-}
-
-/**
- * Where records, rate limits and metrics plug in at `tools/call` (issue 22 items 4, not built
- * here): `admit` runs before anything is sent upstream and may refuse by throwing a
- * GatewayError (e.g. `rate_limited`); `ended` runs once per admitted call, whatever its outcome.
- */
-export interface McpCallObserver {
-  admit?(call: McpToolCallEvent): Promise<void> | void;
-  ended?(outcome: McpToolCallOutcome): void;
-}
-
-/** What the gateway needs from its host. */
-export interface McpGatewayOptions {
-  /** Log of warnings (an upstream that failed a list, a stdio child's stderr). */
-  warn(message: string): void;
-  observer?: McpCallObserver;
-  /** A session with no request for this long is closed (its upstream sessions too), in ms. Default 30 min. */
-  sessionIdleMs?: number;
-}
-
-/** What one HTTP request to `/mcp` or `/mcp/{server}` carries besides the request itself. */
-export interface McpRequestContext {
-  key: McpKeyView;
-  /** `/mcp/{server}`: only that server, its names not namespaced. Undefined for `/mcp`. */
-  only?: string;
-}
-
-/** The gateway's own tool listed when a key's `max_tools` cuts the list. */
-export const SEARCH_TOOL_NAME = 'search_tools';
-
-const SEARCH_TOOL: Tool = {
-  name: SEARCH_TOOL_NAME,
-  description: 'Search the MCP tools this gateway offers beyond the ones listed (the list is capped). Returns matching tools with their names, descriptions and input schemas; call them by name as usual.',
-  inputSchema: {
-    type: 'object',
-    properties: {
-      query: { type: 'string', description: 'Words to look for in tool names and descriptions' },
-      limit: { type: 'integer', minimum: 1, maximum: 50, description: 'Most tools to return (default 10)' },
-    },
-    required: ['query'],
-  },
-};
-
-/** One client session of the gateway: the SDK server and transport, and its upstream connections. */
-interface GatewaySession {
-  id: string | undefined;
-  key: McpKeyView;
-  only: string | undefined;
-  server: Server;
-  /** Streamable HTTP, or the legacy HTTP+SSE transport (`GET …/sse` + `POST …/messages`). */
-  transport: StreamableHTTPServerTransport | SSEServerTransport;
-  /** Connections to remote (HTTP, SSE) upstreams, opened for this session on first use. */
-  connections: Map<string, UpstreamConnection>;
-  /** Resource URIs seen in this session's `resources/list`, by the server that listed them. */
-  resourceOwners: Map<string, string>;
-  lastSeen: number;
-}
-
-const bytesOf = (v: unknown): number => (v === undefined ? 0 : Buffer.byteLength(JSON.stringify(v)));
+export { SEARCH_TOOL_NAME, TOOL_CALL_ID_META } from './mcp-types.js';
+export type { McpServerStatus } from './session-view.js';
+export type { McpCallObserver, McpGatewayOptions, McpKeyView, McpRequestContext, McpToolCallEvent, McpToolCallOutcome } from './mcp-types.js';
 
 /**
  * The MCP gateway (issue 22): one MCP server per client session over the Streamable HTTP
@@ -140,6 +39,13 @@ export class McpGateway {
   private readonly shared = new Map<string, UpstreamConnection>();
   private readonly sweep: NodeJS.Timeout;
   private closed = false;
+  /** What the sessions' handlers read of this gateway (session-handlers.ts). */
+  private readonly host: SessionHost = {
+    servers: () => this.servers,
+    connection: (session, server) => this.connection(session, server),
+    warn: (message) => this.options.warn(message),
+    observer: () => this.options.observer,
+  };
 
   constructor(servers: readonly McpServerConfig[], private readonly options: McpGatewayOptions) {
     this.servers = [...servers];
@@ -280,6 +186,22 @@ export class McpGateway {
     await session.server.connect(transport);
   }
 
+  /**
+   * The servers of a key's view with their tools (or why listing them failed): a session of its
+   * own, opened for this and closed after (`GET /v1/mcp/servers`, the dashboard's MCP page).
+   * @throws GatewayError `gateway_shutting_down` after {@link close}.
+   */
+  async serverStatuses(ctx: McpRequestContext): Promise<McpServerStatus[]> {
+    if (this.closed) throw new GatewayError('gateway_shutting_down', 'the gateway is shutting down');
+    const session = this.openSession(ctx);
+    session.id = `status_${randomUUID()}`;
+    try {
+      return await serverStatuses(this.host, session);
+    } finally {
+      await this.endSession(session);
+    }
+  }
+
   /** A new session with its server and handlers; the caller attaches the transport. */
   private openSession(ctx: McpRequestContext): GatewaySession {
     const server = new Server(
@@ -293,13 +215,14 @@ export class McpGateway {
       id: undefined,
       key: ctx.key,
       only: ctx.only,
+      requestId: ctx.requestId,
       server,
       transport: undefined as unknown as StreamableHTTPServerTransport,
       connections: new Map(),
       resourceOwners: new Map(),
       lastSeen: Date.now(),
     };
-    this.installHandlers(session);
+    installHandlers(this.host, session);
     return session;
   }
 
@@ -311,11 +234,6 @@ export class McpGateway {
     session.connections.clear();
     await Promise.all(connections.map((c) => c.close()));
     await session.server.close().catch(() => {});
-  }
-
-  /** The servers a session may reach: the endpoint's one, or all; those whose tools the key names at all. */
-  private visibleServers(session: GatewaySession): McpServerConfig[] {
-    return this.servers.filter((s) => (session.only === undefined || s.id === session.only) && keySeesServer(session.key.allowedTools, s.id));
   }
 
   /** The connection a session uses to a server (its own for remote servers, the shared one for stdio). */
@@ -335,195 +253,12 @@ export class McpGateway {
   /** Pass an upstream's `list_changed` on to the session(s) that see the server. */
   private upstreamListChanged(serverId: string, kind: ListKind, session: GatewaySession | undefined): void {
     const targets = session ? [session] : [...this.sessions.values()];
-    for (const s of targets) if (this.visibleServers(s).some((v) => v.id === serverId)) this.notify(s, kind);
+    for (const s of targets) if (visibleServers(this.host, s).some((v) => v.id === serverId)) this.notify(s, kind);
   }
 
   private notify(session: GatewaySession, kind: ListKind): void {
     const send = kind === 'tools' ? session.server.sendToolListChanged() : kind === 'resources' ? session.server.sendResourceListChanged() : session.server.sendPromptListChanged();
     void send.catch(() => {});
-  }
-
-  /** The name a client sees for a server's tool or prompt on this session's endpoint. */
-  private clientName(session: GatewaySession, serverId: string, name: string): string {
-    return session.only === undefined ? namespaced(serverId, name) : name;
-  }
-
-  /**
-   * The server and upstream name a client's tool or prompt name means on this session's endpoint
-   * (whether the key may use it is checked apart, so a refusal can say why).
-   * @throws GatewayError `mcp_unknown_tool` for a name of no configured server (of this endpoint);
-   * `mcp_tool_not_allowed` for a prompt of a server the key's view leaves out.
-   */
-  private resolveName(session: GatewaySession, name: string, what: 'tool' | 'prompt'): { server: McpServerConfig; name: string } {
-    const split = session.only === undefined ? splitNamespaced(name) : { serverId: session.only, name };
-    const server = split === undefined ? undefined : this.servers.find((s) => s.id === split.serverId && (session.only === undefined || s.id === session.only));
-    if (!split || !server) {
-      const hint = session.only === undefined ? ` (names are <server>__<${what}>; servers: ${this.visibleServers(session).map((s) => s.id).join(', ') || 'none'})` : '';
-      throw new GatewayError('mcp_unknown_tool', `no MCP ${what} "${name}" on this gateway${hint}`, { param: 'name' });
-    }
-    if (what === 'prompt' && !keySeesServer(session.key.allowedTools, server.id)) {
-      throw new GatewayError('mcp_tool_not_allowed', `prompt "${name}" may not be used with this key: its allowed_tools name nothing of MCP server "${server.id}"`, { param: 'name' });
-    }
-    return { server, name: split.name };
-  }
-
-  /** Every tool the session's key may see, in server order (a server that fails is skipped and logged). */
-  private async visibleTools(session: GatewaySession): Promise<Tool[]> {
-    const perServer = await Promise.all(
-      this.visibleServers(session).map(async (server) => {
-        try {
-          const tools = await this.connection(session, server).listTools();
-          return tools
-            .filter((t) => serverHides(server, t.name) === undefined && keyAllowsTool(session.key.allowedTools, server.id, t.name))
-            .map((t) => ({ ...t, name: this.clientName(session, server.id, t.name) }));
-        } catch (err) {
-          this.options.warn(`MCP server "${server.id}": tools/list failed, its tools are left out: ${err instanceof Error ? err.message : String(err)}`);
-          return [];
-        }
-      }),
-    );
-    return perServer.flat();
-  }
-
-  private installHandlers(session: GatewaySession): void {
-    const { server } = session;
-    const guarded = <A extends unknown[], R>(fn: (...args: A) => Promise<R>) => async (...args: A): Promise<R> => {
-      try {
-        return await fn(...args);
-      } catch (err) {
-        if (!(err instanceof GatewayError) && !(err instanceof McpError) && !(err instanceof McpWireError)) this.options.warn(`MCP gateway: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
-        throw toMcpError(err);
-      }
-    };
-
-    server.setRequestHandler(ListToolsRequestSchema, guarded(async () => {
-      const tools = await this.visibleTools(session);
-      const max = session.key.maxTools;
-      if (max === null || tools.length <= max) return { tools };
-      return { tools: [...tools.slice(0, Math.max(0, max - 1)), SEARCH_TOOL] };
-    }));
-
-    server.setRequestHandler(CallToolRequestSchema, guarded(async (request, extra) => {
-      const { name } = request.params;
-      if (name === SEARCH_TOOL_NAME && session.key.maxTools !== null) return this.searchTools(session, request.params.arguments);
-      const target = this.resolveName(session, name, 'tool');
-      const hidden = serverHides(target.server, target.name);
-      if (hidden !== undefined) throw new GatewayError('mcp_tool_not_allowed', `tool "${name}" may not be called: ${hidden}`, { param: 'name' });
-      if (!keyAllowsTool(session.key.allowedTools, target.server.id, target.name)) {
-        throw new GatewayError('mcp_tool_not_allowed', `tool "${name}" may not be called with this key: it is not in the key's allowed_tools`, { param: 'name' });
-      }
-      // The client's progress token stays here: the upstream gets the SDK's own, and its progress is relayed under the client's.
-      const { progressToken, ...meta } = request.params._meta ?? {};
-      const onprogress = progressToken === undefined ? undefined : (p: Progress) => void extra.sendNotification({ method: 'notifications/progress', params: { ...p, progressToken } }).catch(() => {});
-      const params = { ...request.params, ...(request.params._meta === undefined ? {} : { _meta: meta }) };
-      return this.callTool(session, target.server, target.name, params, { signal: extra.signal, ...(onprogress === undefined ? {} : { onprogress }) });
-    }));
-
-    server.setRequestHandler(ListPromptsRequestSchema, guarded(async () => {
-      const lists = await Promise.all(this.visibleServers(session).map(async (s) => {
-        try {
-          return (await this.connection(session, s).listPrompts()).map((p): Prompt => ({ ...p, name: this.clientName(session, s.id, p.name) }));
-        } catch (err) {
-          this.options.warn(`MCP server "${s.id}": prompts/list failed, its prompts are left out: ${err instanceof Error ? err.message : String(err)}`);
-          return [];
-        }
-      }));
-      return { prompts: lists.flat() };
-    }));
-
-    server.setRequestHandler(GetPromptRequestSchema, guarded(async (request) => {
-      const target = this.resolveName(session, request.params.name, 'prompt');
-      return this.connection(session, target.server).getPrompt(target.name, request.params.arguments);
-    }));
-
-    server.setRequestHandler(ListResourcesRequestSchema, guarded(async () => ({ resources: await this.listResources(session) })));
-
-    server.setRequestHandler(ListResourceTemplatesRequestSchema, guarded(async () => {
-      const lists = await Promise.all(this.visibleServers(session).map(async (s) => {
-        try {
-          return await this.connection(session, s).listResourceTemplates();
-        } catch (err) {
-          this.options.warn(`MCP server "${s.id}": resources/templates/list failed: ${err instanceof Error ? err.message : String(err)}`);
-          return [] as ResourceTemplate[];
-        }
-      }));
-      return { resourceTemplates: lists.flat() };
-    }));
-
-    server.setRequestHandler(ReadResourceRequestSchema, guarded(async (request) => {
-      const { uri } = request.params;
-      let owner = session.resourceOwners.get(uri);
-      if (owner === undefined) {
-        await this.listResources(session);
-        owner = session.resourceOwners.get(uri);
-      }
-      const visible = this.visibleServers(session);
-      const server = visible.find((s) => s.id === owner) ?? (visible.length === 1 ? visible[0] : undefined);
-      if (server) return this.connection(session, server).readResource(uri);
-      // A URI of a template (not listed): the servers with templates are asked in order.
-      for (const s of visible) {
-        const c = this.connection(session, s);
-        if (c.capabilities?.resources === undefined) continue;
-        try {
-          const templates = await c.listResourceTemplates();
-          if (templates.some((t) => templateMatches(t.uriTemplate, uri))) return await c.readResource(uri);
-        } catch {
-          // Next server.
-        }
-      }
-      throw new McpWireError(-32002, `Resource not found: no MCP server of this gateway lists ${uri}`, { code: 'mcp_unknown_tool', param: 'uri' });
-    }));
-  }
-
-  /** Every resource of the visible servers, URIs kept; records which server listed each URI. */
-  private async listResources(session: GatewaySession): Promise<Resource[]> {
-    const lists = await Promise.all(this.visibleServers(session).map(async (s) => {
-      try {
-        const resources = await this.connection(session, s).listResources();
-        for (const r of resources) if (!session.resourceOwners.has(r.uri)) session.resourceOwners.set(r.uri, s.id);
-        return resources;
-      } catch (err) {
-        this.options.warn(`MCP server "${s.id}": resources/list failed, its resources are left out: ${err instanceof Error ? err.message : String(err)}`);
-        return [];
-      }
-    }));
-    return lists.flat();
-  }
-
-  /** Call an allowed tool upstream, with the observer's admission and outcome around it. */
-  private async callTool(session: GatewaySession, server: McpServerConfig, tool: string, params: { name: string; arguments?: Record<string, unknown> | undefined; _meta?: Record<string, unknown> | undefined }, extra: UpstreamRequestExtra): Promise<CallToolResult> {
-    const started = performance.now();
-    const event: McpToolCallEvent = { keyId: session.key.id, sessionId: session.id ?? '', server: server.id, tool, argumentBytes: bytesOf(params.arguments) };
-    const observer = this.options.observer;
-    await observer?.admit?.(event);
-    try {
-      const result = await this.connection(session, server).callTool({ ...params, name: tool }, extra);
-      observer?.ended?.({ ...event, status: result.isError === true ? 'tool_error' : 'ok', latencyMs: performance.now() - started, resultBytes: bytesOf(result) });
-      return result;
-    } catch (err) {
-      const e = toMcpError(err);
-      const code = (e.data as { code?: string } | undefined)?.code ?? e.code;
-      observer?.ended?.({ ...event, status: 'error', latencyMs: performance.now() - started, resultBytes: 0, error: { code, message: e.message } });
-      throw err;
-    }
-  }
-
-  /** The gateway's `search_tools`: tools of the key's whole view whose name or description holds the query's words. */
-  private async searchTools(session: GatewaySession, args: Record<string, unknown> | undefined): Promise<CallToolResult> {
-    const query = typeof args?.query === 'string' ? args.query : '';
-    const limit = typeof args?.limit === 'number' && Number.isInteger(args.limit) ? Math.min(50, Math.max(1, args.limit)) : 10;
-    const words = query.toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
-    if (words.length === 0) return { content: [{ type: 'text', text: 'give a query: words to look for in tool names and descriptions' }], isError: true };
-    const scored = (await this.visibleTools(session))
-      .map((t) => {
-        const hay = `${t.name} ${t.title ?? ''} ${t.description ?? ''}`.toLowerCase();
-        return { t, score: words.filter((w) => hay.includes(w)).length };
-      })
-      .filter((x) => x.score > 0)
-      .sort((a, b) => b.score - a.score)
-      .slice(0, limit)
-      .map(({ t }) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }));
-    return { content: [{ type: 'text', text: JSON.stringify({ tools: scored }) }], structuredContent: { tools: scored } };
   }
 
   /**
@@ -547,12 +282,6 @@ export class McpGateway {
     this.shared.clear();
     await Promise.all(shared.map((c) => c.close()));
   }
-}
-
-/** Whether a URI fits an RFC 6570 template at its simplest (`{var}` = one path segment, `{+var}` = anything). */
-function templateMatches(template: string, uri: string): boolean {
-  const re = template.split(/(\{[^}]*\})/).map((part) => (part.startsWith('{') ? (part.startsWith('{+') ? '.+' : '[^/]+') : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('');
-  return new RegExp(`^${re}$`).test(uri);
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {

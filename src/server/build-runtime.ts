@@ -27,6 +27,8 @@ import { UpstreamPools } from '../upstream/upstream-pools.js';
 import { LiveUpstreamCalls } from '../upstream/upstream-exchange.js';
 import { McpGateway } from '../mcp/mcp-gateway.js';
 import type { SecretBox } from '../util/secret-box.js';
+import { McpCallWriter } from '../store/mcp-call-writer.js';
+import { mcpCallObserver } from './mcp-call-observer.js';
 import { KeyResolver } from './auth.js';
 import { CatalogSync } from './catalog-sync.js';
 
@@ -116,11 +118,14 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
     loadSpent: (keyId, periodStart) => loadSpentSince(db, keyId, periodStart),
     loadTeamSpent: (teamId, periodStart) => loadTeamSpentSince(db, teamId, periodStart),
     loadEndUserSpent: (keyId, endUser, periodStart) => loadEndUserSpentSince(db, keyId, endUser, periodStart),
-    mcp: new McpGateway(config.mcp_servers, { warn: (message) => log.warn(message) }),
+    mcp: new McpGateway(config.mcp_servers, { warn: (message) => log.warn(message), observer: mcpCallObserver(() => runtime) }),
+    mcpCalls: new McpCallWriter(db, log, config.records.flush_interval_ms),
   };
   runtime.writer.configure(config.records);
   runtime.shutdown.signal.addEventListener('abort', () => runtime.upstreamCalls.abortAll(new Error('the gateway is shutting down')), { once: true });
   runtime.metrics.observeWriter(runtime.writer);
+  runtime.mcpCalls.configure(config.records);
+  runtime.metrics.observeMcpWriter(runtime.mcpCalls);
   const stopGenAiMetrics = subscribeGenAiPrometheus(runtime.metrics);
   const keys = new KeyResolver(db, options.adminKey, redis ? new RedisKeyChangeNotifier(redis) : localKeyChanges);
   // A key's allowed_tools may have changed: MCP sessions are told to list their tools again.
@@ -136,6 +141,7 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
     runtime.adapters.clear();
     runtime.health.settings = healthSettings(next);
     runtime.writer.configure(next.records);
+    runtime.mcpCalls.configure(next.records);
     runtime.mcp.reload(next.mcp_servers);
     // New pools pick up changed providers; the old ones close once their calls finish.
     const oldPools = runtime.pools;
@@ -162,6 +168,7 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
     },
     async close() {
       await runtime.writer.close();
+      await runtime.mcpCalls.close();
       await runtime.responses.close();
       await runtime.pools.close();
       await runtime.limits.close();

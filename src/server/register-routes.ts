@@ -23,6 +23,7 @@ import { registerTeamRoutes } from './routes/teams.js';
 import { registerCatalogRoutes } from './routes/catalog.js';
 import type { CatalogSync } from './catalog-sync.js';
 import { registerMcpRoutes } from './routes/mcp.js';
+import { registerMcpCallRoutes } from './routes/mcp-calls.js';
 import { registerMetricsRoute } from './routes/metrics.js';
 import { registerModelRoutes } from './routes/models.js';
 import { registerReadyRoute } from './routes/ready.js';
@@ -150,6 +151,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): () => Reg
   registerCatalogRoutes(app, () => deps.catalog);
   registerMcpRoutes(app, rt);
   registerAuthRoutes(app, sso, db);
+  registerMcpCallRoutes(app, rt, db);
   registerMethodNotAllowed();
   registerDashboard(app);
   return routes;

@@ -29,6 +29,12 @@ export const keySettingsSchema = z
      * gateway adds its `search_tools` tool to find the rest. null = no cap.
      */
     max_tools: z.number().int().min(1).max(10_000).nullable().default(null),
+    /**
+     * Most MCP `tools/call`s this key makes per minute (`/mcp`, `/mcp/{server}` and the
+     * Responses `mcp` tool loop together; a fixed one-minute window in the limit store, exact
+     * across replicas with Redis); null = no limit. Past it a call is refused with `mcp_rate_limited`.
+     */
+    mcp_calls_per_minute: z.number().int().min(1).max(1_000_000_000).nullable().default(null),
     /** Default retention of this key's generations (`none` or days); null = the gateway's. */
     retention: z.union([z.literal('none'), z.number().int().min(0).max(36_500)]).nullable().default(null),
     /**

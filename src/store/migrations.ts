@@ -326,7 +326,37 @@ export const MIGRATIONS: readonly Migration[] = [
       await db.schema.createIndex('generations_key_end_user').on('generations').columns(['key_id', 'end_user', 'created_at']).execute();
     },
   },
-  // 0012 to 0015 are other changes' (applied by name: gaps and order of arrival are fine).
+  {
+    // MCP tool-call records (issue 22 item 4): one row per tools/call, beside the generations.
+    name: '0013_mcp_tool_calls',
+    async up(db) {
+      const { text } = sqlDialectOf(db);
+      await db.schema
+        .createTable('mcp_tool_calls')
+        .addColumn('id', text, (c) => c.primaryKey())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('key_id', text)
+        .addColumn('team_id', text)
+        .addColumn('request_id', text)
+        .addColumn('session_id', text, (c) => c.notNull())
+        .addColumn('server', text, (c) => c.notNull())
+        .addColumn('tool', text, (c) => c.notNull())
+        .addColumn('status', text, (c) => c.notNull())
+        .addColumn('error_code', text)
+        .addColumn('error_message', text)
+        .addColumn('latency_ms', 'integer', (c) => c.notNull())
+        .addColumn('request_bytes', 'bigint', (c) => c.notNull())
+        .addColumn('response_bytes', 'bigint', (c) => c.notNull())
+        .addColumn('retention', text, (c) => c.notNull())
+        .addColumn('arguments', text)
+        .addColumn('result', text)
+        .execute();
+      await db.schema.createIndex('mcp_tool_calls_created').on('mcp_tool_calls').columns(['created_at', 'id']).execute();
+      await db.schema.createIndex('mcp_tool_calls_key_created').on('mcp_tool_calls').columns(['key_id', 'created_at']).execute();
+      await db.schema.createIndex('mcp_tool_calls_server_tool').on('mcp_tool_calls').columns(['server', 'tool', 'created_at']).execute();
+    },
+  },
+  // 0012, 0014 and 0015 are other changes' (applied by name: gaps and order of arrival are fine).
   {
     // The catalog without a redeploy (issue 23 item 6): providers and models entered through the
     // admin API, merged with the config file's; `catalog_revision` counts every change.

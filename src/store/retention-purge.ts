@@ -1,6 +1,7 @@
 import { sql, type Kysely, type SqlBool } from 'kysely';
 import type { Database } from './schema.js';
 import { purgeExpiredResponses } from './stored-responses.js';
+import { purgeExpiredMcpCallText } from './mcp-calls.js';
 import type { FleetLease } from './fleet-lease.js';
 
 /** Minimal logger shape (pino-compatible). */
@@ -49,8 +50,8 @@ export const PURGE_RETRY_MIN_MS = 1_000;
 export const PURGE_RETRY_MAX_MS = 300_000;
 
 /**
- * Run {@link purgeExpiredContent} and {@link purgeExpiredResponses} (stored Responses API
- * objects) now and every `intervalMs` (the timer does not keep the process alive; runs never
+ * Run {@link purgeExpiredContent}, {@link purgeExpiredResponses} (stored Responses API
+ * objects) and {@link purgeExpiredMcpCallText} (MCP tool-call records' arguments and results) now and every `intervalMs` (the timer does not keep the process alive; runs never
  * overlap). With a `lease`, only the process holding it runs the purge, so replicas sharing a
  * database purge once, not once each. Counts are logged; failures are logged, never thrown: a
  * run that failed (the database unreachable, the lease's connection lost) is tried again after
@@ -81,8 +82,9 @@ export function startRetentionPurge(db: Kysely<Database>, log: PurgeLogger, inte
       if (stopped) return;
       const purged = await purgeExpiredContent(db, started);
       const responses = await purgeExpiredResponses(db, started);
+      const mcpCalls = await purgeExpiredMcpCallText(db, started);
       retryDelay = PURGE_RETRY_MIN_MS;
-      if (!stopped) log.info({ purged, responses, ms: Date.now() - started }, 'retention purge');
+      if (!stopped) log.info({ purged, responses, mcpCalls, ms: Date.now() - started }, 'retention purge');
     } catch (err) {
       if (!stopped) log.error({ err, retryInMs: Math.min(retryDelay, intervalMs) }, 'retention purge failed; it runs again later');
       retryLater();

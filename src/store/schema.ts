@@ -189,6 +189,7 @@ export interface Database {
   response_cache: ResponseCacheTable;
   catalog_entries: CatalogEntriesTable;
   catalog_revision: { id: number; revision: number };
+  mcp_tool_calls: McpToolCallsTable;
 }
 
 /**
@@ -203,6 +204,42 @@ export interface CatalogEntriesTable {
   updated_at: number;
   /** Who made the last change: `admin` for the admin key, else a key or user id. */
   updated_by: string | null;
+}
+
+/**
+ * Table `mcp_tool_calls` (migration `0013_mcp_tool_calls`, issue 22 item 4): one row per MCP
+ * `tools/call` through `/mcp`, `/mcp/{server}` or the Responses API's `mcp` tool loop. Times are
+ * unix ms, durations ms, sizes bytes of JSON.
+ */
+export interface McpToolCallsTable {
+  /** `mcpc_…`. */
+  id: string;
+  created_at: number;
+  /** The key's id, or null for the admin key. */
+  key_id: string | null;
+  team_id: string | null;
+  /** The Responses request (`req_…`) whose tool loop made the call; null for a client of `/mcp`. */
+  request_id: string | null;
+  /** The gateway's MCP session (`Mcp-Session-Id`, `inproc_…` for the tool loop). */
+  session_id: string;
+  /** The `mcp_servers` id ('' when the name matched no server). */
+  server: string;
+  /** The upstream's tool name (the client's name when it matched no server). */
+  tool: string;
+  /** `ok` | `tool_error` (a result with `isError`) | `error` (failed, timed out) | `refused` (not allowed, rate limited). */
+  status: string;
+  /** The catalog code (or the upstream's JSON-RPC code as text) of an `error` or `refused`. */
+  error_code: string | null;
+  error_message: string | null;
+  latency_ms: number;
+  request_bytes: number;
+  response_bytes: number;
+  /** `none` or days, as for generations: whether and how long the text columns are kept. */
+  retention: string;
+  /** JSON of the call's `arguments`, or null under retention `none` (and once purged). */
+  arguments: string | null;
+  /** JSON of the result, or null under retention `none` (and once purged). */
+  result: string | null;
 }
 
 /** One cached answer of the exact response cache (src/cache/). Times in ms since the epoch. */

@@ -5,6 +5,7 @@ import type { ClientApi } from '../ingress/types.js';
 import type { GenerationDraft } from '../pipeline/state/generation-draft.js';
 import type { RecordedAttempt } from '../store/generation-row.js';
 import type { ResolvedEndpoint } from '../routing/resolved-endpoint.js';
+import type { McpToolCallOutcome } from '../mcp/mcp-gateway.js';
 
 /**
  * Span and metric attributes of a generation, named per the OpenTelemetry GenAI semantic
@@ -130,4 +131,30 @@ export function timePerOutputTokenSeconds(draft: GenerationDraft, latencyMs: num
   const out = draft.usage?.completionTokens ?? 0;
   if (!draft.streamed || draft.ttftMs === null || out < 2) return undefined;
   return Math.max(0, latencyMs - draft.ttftMs) / 1000 / (out - 1);
+}
+
+/**
+ * Attributes of an MCP tool call's `execute_tool` span: the GenAI conventions' tool attributes
+ * (`gen_ai.tool.name`, `gen_ai.tool.call.id` when the model's call id is known, `gen_ai.tool.type`
+ * `extension`: run by the gateway, outside the model), the MCP conventions' method and session,
+ * `mcp.server` (the `mcp_servers` id) and the gateway's `op.*` (status, sizes in bytes).
+ * @see https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/#execute-tool-span
+ * @see https://opentelemetry.io/docs/specs/semconv/gen-ai/mcp/
+ */
+export function mcpToolCallAttributes(o: McpToolCallOutcome): Attributes {
+  return {
+    'gen_ai.operation.name': 'execute_tool',
+    'gen_ai.tool.name': o.tool,
+    'gen_ai.tool.call.id': o.callId,
+    'gen_ai.tool.type': 'extension',
+    'mcp.method.name': 'tools/call',
+    'mcp.session.id': o.sessionId || undefined,
+    'mcp.server': o.server,
+    'op.key_id': o.keyId,
+    'op.request_id': o.requestId,
+    'op.mcp.status': o.status,
+    'op.mcp.request_bytes': o.argumentBytes,
+    'op.mcp.response_bytes': o.resultBytes,
+    'error.type': o.error === undefined ? (o.status === 'tool_error' ? 'tool_error' : undefined) : String(o.error.code),
+  };
 }

@@ -9,8 +9,8 @@ import { BasicTracerProvider, BatchSpanProcessor, type ReadableSpan, type SpanEx
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { TelemetryConfig } from '../config/schema.js';
-import { attemptEnd, attemptStart, generationEnd, generationStart, type AttemptEndEvent, type AttemptStartEvent, type GenerationEndEvent, type GenerationStartEvent } from '../pipeline/state/events.js';
-import { attemptEndAttributes, attemptStartAttributes, defined, operationName, requestAttributes, resultAttributes, spanName, timePerOutputTokenSeconds } from './genai-attributes.js';
+import { attemptEnd, attemptStart, generationEnd, generationStart, mcpToolCallEnd, type AttemptEndEvent, type AttemptStartEvent, type GenerationEndEvent, type GenerationStartEvent, type McpToolCallEndEvent } from '../pipeline/state/events.js';
+import { attemptEndAttributes, attemptStartAttributes, defined, mcpToolCallAttributes, operationName, requestAttributes, resultAttributes, spanName, timePerOutputTokenSeconds } from './genai-attributes.js';
 import type { Telemetry, TelemetryOptions } from './telemetry.js';
 
 /**
@@ -193,6 +193,18 @@ function subscribeTraces(tracer: Tracer, config: TelemetryConfig, on: (name: str
       t.span.setAttribute('gen_ai.input.messages', JSON.stringify(draft.content.request));
       t.span.setAttribute('gen_ai.output.messages', JSON.stringify(draft.content.output));
     }
+  });
+  // An MCP tool call (issue 22 item 4): an `execute_tool` span, under the request's server span
+  // when a Responses tool loop made it (its request id), else a trace of its own.
+  on(mcpToolCallEnd.name as string, ({ outcome, startedAt }: McpToolCallEndEvent) => {
+    const parent = outcome.requestId === undefined ? undefined : byRequest.get(outcome.requestId)?.context;
+    const span = tracer.startSpan(`execute_tool ${outcome.tool}`, { kind: SpanKind.INTERNAL, startTime: startedAt, attributes: defined(mcpToolCallAttributes(outcome)) }, parent ?? ROOT_CONTEXT);
+    if (outcome.status === 'error' || outcome.status === 'refused') span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error?.message });
+    if (config.capture_content && outcome.arguments !== undefined && (outcome.key.caller as { retention?: unknown } | undefined)?.retention !== 'none') {
+      span.setAttribute('gen_ai.tool.call.arguments', JSON.stringify(outcome.arguments));
+      if (outcome.result !== undefined) span.setAttribute('gen_ai.tool.call.result', JSON.stringify(outcome.result));
+    }
+    span.end(startedAt + outcome.latencyMs);
   });
   // undici: when the upstream's response headers arrive (time to headers on the attempt span).
   on('undici:request:headers', ({ request, response }: { request: { headers: unknown }; response: { statusCode: number } }) => {

@@ -60,3 +60,5 @@ export const newGenerationId = (): string => `gen_${timePrefix(Date.now())}${ran
 export const newRequestId = (): string => `req_${randomId(20)}`;
 /** A tool-call id for upstreams that send none, `call_<24 base62>`. */
 export const newToolCallId = (): string => `call_${randomId(24)}`;
+/** An MCP tool-call record id, `mcpc_<24 base62>`: time-ordered like {@link newGenerationId}. */
+export const newMcpCallId = (): string => `mcpc_${timePrefix(Date.now())}${randomId(16)}`;

@@ -47,7 +47,7 @@ describe('key management API', () => {
     assert.match(secret, /^op-[A-Za-z0-9_-]{43}$/);
     assert.deepEqual(
       { ...created.body.data, id: undefined, created_at: undefined, label: undefined },
-      { id: undefined, name: 'team-a', label: undefined, disabled: false, limit: '1', limit_reset: 'monthly', rate_limit: { requests_per_minute: 60, tokens_per_minute: null }, allowed_models: ['test/model'], allowed_tools: [], max_tools: null, retention: 7, cache: null, team: null, end_user_limits: { requests_per_minute: null, tokens_per_minute: null, usd_per_day: null }, expires_at: null, created_at: undefined, usage: '0', usage_daily: '0', usage_weekly: '0', usage_monthly: '0', usage_total: '0', limit_remaining: '1' },
+      { id: undefined, name: 'team-a', label: undefined, disabled: false, limit: '1', limit_reset: 'monthly', rate_limit: { requests_per_minute: 60, tokens_per_minute: null }, allowed_models: ['test/model'], allowed_tools: [], max_tools: null, mcp_calls_per_minute: null, retention: 7, cache: null, team: null, end_user_limits: { requests_per_minute: null, tokens_per_minute: null, usd_per_day: null }, expires_at: null, created_at: undefined, usage: '0', usage_daily: '0', usage_weekly: '0', usage_monthly: '0', usage_total: '0', limit_remaining: '1' },
     );
     const id = created.body.data.id as string;
     const rows = await gw.store.db.selectFrom('api_keys').selectAll().where('id', '=', id).execute();

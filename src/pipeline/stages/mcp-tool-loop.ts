@@ -8,6 +8,8 @@ import {
 } from '../../ingress/openai/responses/mcp-tool.js';
 import type { GenerationIngress } from '../../ingress/types.js';
 import { connectInProcess } from '../../mcp/in-process-client.js';
+import { mcpKeyView } from '../../mcp/key-view.js';
+import { TOOL_CALL_ID_META } from '../../mcp/mcp-gateway.js';
 import type { ApiKey } from '../../store/keys.js';
 import { newGenerationId } from '../../util/ids.js';
 import type { ClientSink } from '../state/client-sink.js';
@@ -90,7 +92,10 @@ export async function serveMcpToolLoop(rt: GatewayRuntime, ingress: GenerationIn
   const state: LoopState = { output: [], turnItems: [], usage: null, stream: undefined };
   try {
     const requested = mcpToolsOf(body.tools as unknown[], rt.mcp.serverIds());
-    client = await connectInProcess(rt.mcp, { key: { id: key.id, allowedTools: key.isAdmin ? [] : key.settings.allowed_tools, maxTools: null } });
+    // The calls' records keep text as the request's turns do: its own op.retention, else the key's.
+    const asked = (body.op as { retention?: unknown } | undefined)?.retention;
+    const retention = asked === 'none' || (typeof asked === 'number' && Number.isInteger(asked) && asked >= 0) ? asked : undefined;
+    client = await connectInProcess(rt.mcp, { key: mcpKeyView(key, rt.config.retention, { capTools: false, ...(retention === undefined ? {} : { retention }) }), requestId });
     const { functions, offered } = await listTools(client, requested, requestId, state);
     if (body.stream === true) {
       state.stream = new McpLoopEvents();
@@ -173,7 +178,7 @@ async function runCall(client: Client, call: Json, tool: OfferedTool, sink: Clie
     if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new McpError(-32602, 'the arguments are not a JSON object');
     const remaining = deadline - Date.now();
     if (remaining <= 0) throw new McpError(-32001, 'not run: the tool loop ran out of mcp_tool_loop.max_time_ms');
-    const result = (await client.callTool({ name: `${tool.serverLabel}__${tool.name}`, arguments: parsed as Record<string, unknown> }, undefined, { timeout: remaining })) as CallToolResult;
+    const result = (await client.callTool({ name: `${tool.serverLabel}__${tool.name}`, arguments: parsed as Record<string, unknown>, _meta: { [TOOL_CALL_ID_META]: String(call.call_id) } }, undefined, { timeout: remaining })) as CallToolResult;
     const text = resultText(result);
     forModel = text;
     outcome = result.isError === true ? { status: 'failed', output: null, error: { type: 'mcp_tool_execution_error', content: result.content } } : { status: 'completed', output: text, error: null };

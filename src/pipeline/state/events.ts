@@ -5,6 +5,7 @@ import type { ResolvedEndpoint } from '../../routing/resolved-endpoint.js';
 import type { GenerationDraft } from './generation-draft.js';
 import type { RecordedAttempt } from '../../store/generation-row.js';
 import type { GatewayMetrics } from './metrics.js';
+import type { McpToolCallOutcome } from '../../mcp/mcp-gateway.js';
 
 /**
  * The gateway's own events, published on Node diagnostics channels so that tracing, metrics or
@@ -69,3 +70,16 @@ export function publishAttemptStart(draft: GenerationDraft, target: ResolvedEndp
   attemptStart.publish({ draft, target, index, reason, propagation } satisfies AttemptStartEvent);
   return propagation;
 }
+
+/**
+ * `opinference:mcp:tool_call:end`: an MCP `tools/call` through the gateway ended (ok, tool
+ * error, error or refused), published by the gateway's call observer (server/mcp-call-observer.ts)
+ * once its record is queued; telemetry/otel.ts makes its `execute_tool` span from it.
+ */
+export interface McpToolCallEndEvent {
+  readonly outcome: McpToolCallOutcome;
+  /** Unix ms at which the gateway received the call (now minus its latency). */
+  readonly startedAt: number;
+}
+
+export const mcpToolCallEnd: Channel = channel('opinference:mcp:tool_call:end');

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { GenerationWriter } from '../../store/generation-writer.js';
+import type { McpCallWriter } from '../../store/mcp-call-writer.js';
 import { KeyedCounter, KeyedHistogram } from './keyed-metrics.js';
 
 /** What the overload check (server/overload.ts) reports on each scrape. */
@@ -52,6 +53,13 @@ export class GatewayMetrics {
   readonly overloadLoopDelay: Gauge = new Gauge({ name: 'opinference_overload_event_loop_delay_seconds', help: 'Mean event-loop delay over the last sample interval (server.overload.sample_interval_ms), as the overload check reads it.', registers: [this.registry], collect: () => this.overload && this.overloadLoopDelay.set(this.overload.eventLoopDelayMs() / 1000) });
   readonly overloadLoopUtilization: Gauge = new Gauge({ name: 'opinference_overload_event_loop_utilization', help: 'Event-loop utilization (0-1) over the last sample interval, as the overload check reads it.', registers: [this.registry], collect: () => this.overload && this.overloadLoopUtilization.set(this.overload.eventLoopUtilization()) });
   private overload: OverloadGauges | undefined;
+  // MCP tool calls (issue 22 item 4): server is an `mcp_servers` id ('' for a name of no server), tool the upstream's name ('' then).
+  readonly mcpToolCalls = new KeyedCounter({ name: 'opinference_mcp_tool_calls_total', help: 'MCP tools/call through the gateway by server, tool and status (ok|tool_error|error|refused).', labelNames: ['server', 'tool', 'status'] as const, registers: [this.registry] });
+  readonly mcpToolCallDuration = new KeyedHistogram({ name: 'opinference_mcp_tool_call_duration_seconds', help: 'Duration of MCP tools/call through the gateway (receipt to answer), by server and tool; refusals are not observed.', labelNames: ['server', 'tool'] as const, buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [this.registry] });
+  readonly mcpRecordsDropped = new Counter({ name: 'opinference_mcp_call_records_dropped_total', help: 'MCP call records given up on, by reason (invalid_record, queue_full, shutdown).', labelNames: ['reason'] as const, registers: [this.registry] });
+  readonly mcpRecordWriteFailures = new Counter({ name: 'opinference_mcp_call_record_write_failures_total', help: 'Failed writes of MCP call records (each is retried), by error code.', labelNames: ['code'] as const, registers: [this.registry] });
+  readonly mcpRecordsQueued: Gauge = new Gauge({ name: 'opinference_mcp_call_records_queued', help: 'MCP call records waiting to be written.', registers: [this.registry], collect: () => this.mcpWriter && this.mcpRecordsQueued.set(this.mcpWriter.queued) });
+  private mcpWriter: McpCallWriter | undefined;
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'opinference_' });
@@ -60,6 +68,15 @@ export class GatewayMetrics {
   /** Report the overload check's counters and event-loop sample on each scrape. */
   observeOverload(source: OverloadGauges): void {
     this.overload = source;
+  }
+
+  /** Count the MCP call writer's failures and drops, and report its queue on each scrape. */
+  observeMcpWriter(writer: McpCallWriter): void {
+    writer.hooks = {
+      writeFailed: (code) => this.mcpRecordWriteFailures.inc({ code }),
+      dropped: (count, reason) => this.mcpRecordsDropped.inc({ reason }, count),
+    };
+    this.mcpWriter = writer;
   }
 
   /** Count a record writer's failures, drops and clamps, time its batches, and report its queue on each scrape. */

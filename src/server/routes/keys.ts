@@ -27,6 +27,8 @@ const keyBody = z
     /** MCP tool patterns (`server__tool`, `server__get_*`, `server`): see store/key-settings.ts. */
     allowed_tools: keySettingsSchema.shape.allowed_tools.removeDefault().optional(),
     max_tools: keySettingsSchema.shape.max_tools.removeDefault().optional(),
+    /** MCP tool calls per minute (`tools/call` through `/mcp` and the Responses `mcp` tool); null = none. */
+    mcp_calls_per_minute: keySettingsSchema.shape.mcp_calls_per_minute.removeDefault().optional(),
     retention: retention.nullable().optional(),
     /** The team (its id or name); null = none. Its budget, rate limits and allowed models apply too. */
     team: z.string().min(1).max(200).nullable().optional(),
@@ -49,6 +51,7 @@ function mergeSettings(current: KeySettings, b: Partial<z.infer<typeof keyBody>>
     allowed_models: b.allowed_models ?? current.allowed_models,
     allowed_tools: b.allowed_tools ?? current.allowed_tools,
     max_tools: b.max_tools === undefined ? current.max_tools : b.max_tools,
+    mcp_calls_per_minute: b.mcp_calls_per_minute === undefined ? current.mcp_calls_per_minute : b.mcp_calls_per_minute,
     retention: b.retention === undefined ? current.retention : b.retention,
     cache: b.cache === undefined ? current.cache : b.cache,
     end_user_limits: b.end_user_limits === undefined ? current.end_user_limits : b.end_user_limits === null ? {} : mergeEndUserLimits(current.end_user_limits, b.end_user_limits),
@@ -142,6 +145,7 @@ async function keyObject(rt: GatewayRuntime, key: ApiKey, fresh = false) {
     allowed_models: s.allowed_models,
     allowed_tools: s.allowed_tools,
     max_tools: s.max_tools,
+    mcp_calls_per_minute: s.mcp_calls_per_minute,
     retention: s.retention,
     cache: s.cache,
     team: key.team?.id ?? null,

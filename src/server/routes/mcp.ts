@@ -1,13 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../../errors/gateway-error.js';
-import type { McpKeyView } from '../../mcp/mcp-gateway.js';
+import { mcpKeyView } from '../../mcp/key-view.js';
 import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
-import type { ApiKey } from '../../store/keys.js';
-
-/** The MCP gateway's view of a key (its `allowed_tools` and `max_tools`; the admin key sees every tool). */
-function keyView(key: ApiKey): McpKeyView {
-  return { id: key.id, allowedTools: key.isAdmin ? [] : key.settings.allowed_tools, maxTools: key.isAdmin ? null : key.settings.max_tools };
-}
 
 /**
  * The `Origin` check the Streamable HTTP transport requires (DNS rebinding): a request with an
@@ -47,7 +41,7 @@ export function registerMcpRoutes(app: FastifyInstance, rt: () => GatewayRuntime
     if (only !== undefined && !mcp.hasServer(only)) throw new GatewayError('mcp_unknown_tool', `no MCP server "${only}" is configured (servers: ${mcp.serverIds().join(', ') || 'none'})`, { param: 'server' });
     reply.hijack();
     try {
-      await mcp.handle(req.raw, reply.raw, req.body, { key: keyView(req.apiKey), ...(only === undefined ? {} : { only }) });
+      await mcp.handle(req.raw, reply.raw, req.body, { key: mcpKeyView(req.apiKey, rt().config.retention), ...(only === undefined ? {} : { only }) });
     } catch (err) {
       req.log.error({ err }, 'MCP request failed');
       if (!reply.raw.headersSent) reply.raw.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'internal error in the MCP gateway', data: { code: 'internal_error', request_id: req.id } }, id: null }));
@@ -59,7 +53,7 @@ export function registerMcpRoutes(app: FastifyInstance, rt: () => GatewayRuntime
     checkOrigin(req, rt().config.server.cors?.allowed_origins ?? []);
     const mcp = rt().mcp;
     if (only !== undefined && !mcp.hasServer(only)) throw new GatewayError('mcp_unknown_tool', `no MCP server "${only}" is configured (servers: ${mcp.serverIds().join(', ') || 'none'})`, { param: 'server' });
-    const ctx = { key: keyView(req.apiKey), ...(only === undefined ? {} : { only }) };
+    const ctx = { key: mcpKeyView(req.apiKey, rt().config.retention), ...(only === undefined ? {} : { only }) };
     reply.hijack();
     try {
       if (kind === 'stream') await mcp.handleLegacyStream(reply.raw, only === undefined ? '/mcp/messages' : `/mcp/${only}/messages`, ctx);

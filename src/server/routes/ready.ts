@@ -11,8 +11,8 @@ import { describeOverload, type Overload } from '../overload.js';
  * {reason, value, limit}, message}` while a `server.overload` threshold is passed (checked first,
  * without I/O, so a balancer sends new traffic elsewhere while the held streams finish); 503
  * `{status: "not ready", reason}` while the limit store
- * (`OP_REDIS_URL`) cannot be reached, a local model's files are missing, records cannot be
- * written, or the database does not answer; else 200 `{status: "ready", models: N}` (with a
+ * (`OP_REDIS_URL`) cannot be reached, a local model's files are missing, records (generations, MCP tool
+ * calls) cannot be written, or the database does not answer; else 200 `{status: "ready", models: N}` (with a
  * `warning` when no model is configured).
  */
 export function registerReadyRoute(app: FastifyInstance, rt: () => GatewayRuntime, db: Kysely<Database>, overload: Overload): void {
@@ -23,7 +23,7 @@ export function registerReadyRoute(app: FastifyInstance, rt: () => GatewayRuntim
     if (!(await runtime.limits.ping())) return reply.code(503).send({ status: 'not ready', reason: 'the limit store (OP_REDIS_URL) cannot be reached' });
     const local = localModelsNotReady(runtime.config);
     if (local) return reply.code(503).send({ status: 'not ready', reason: local });
-    const records = runtime.writer.problem;
+    const records = runtime.writer.problem ?? runtime.mcpCalls.problem;
     if (records !== null) return reply.code(503).send({ status: 'not ready', reason: records });
     try {
       await sql`select 1`.execute(db);

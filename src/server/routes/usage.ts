@@ -11,26 +11,26 @@ import { teamScope } from '../sso/roles.js';
 import type { Session } from '../sso/session-cookie.js';
 import { generationObject } from './generation.js';
 
-type Query = Record<string, unknown>;
+export type Query = Record<string, unknown>;
 
 /** Longest range per bucket size (days): hourly rollups are read row by row. */
 const MAX_RANGE_DAYS = USAGE_MAX_RANGE_DAYS;
 /** The `key_id` value that means the admin key's own requests. */
 const ADMIN_KEY_ID = 'admin';
 
-function bad(param: string, message: string): GatewayError {
+export function bad(param: string, message: string): GatewayError {
   return new GatewayError('invalid_request', `${param}: ${message}`, { param });
 }
 
 /** Refuse parameters the route does not know (a typo would otherwise silently widen a query). */
-function onlyKnown(query: Query, known: readonly string[]): void {
+export function onlyKnown(query: Query, known: readonly string[]): void {
   for (const name of Object.keys(query)) {
     if (!known.includes(name)) throw bad(name, `unknown query parameter (known: ${known.join(', ')})`);
   }
 }
 
 /** A single non-empty string parameter; absent and empty are the same. */
-function text(query: Query, name: string): string | undefined {
+export function text(query: Query, name: string): string | undefined {
   const v = query[name];
   if (v === undefined || v === '') return undefined;
   if (typeof v !== 'string') throw bad(name, 'give it once');
@@ -38,7 +38,7 @@ function text(query: Query, name: string): string | undefined {
   return v;
 }
 
-function oneOf<T extends string>(query: Query, name: string, values: readonly T[]): T | undefined {
+export function oneOf<T extends string>(query: Query, name: string, values: readonly T[]): T | undefined {
   const v = text(query, name);
   if (v === undefined) return undefined;
   if (!(values as readonly string[]).includes(v)) throw bad(name, `must be one of ${values.join(', ')} (got ${JSON.stringify(v)})`);
@@ -48,7 +48,7 @@ function oneOf<T extends string>(query: Query, name: string, values: readonly T[
 const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/i;
 
 /** A time: unix milliseconds, or ISO 8601 (a date or date-time; without an offset it is UTC). */
-function time(query: Query, name: string): number | undefined {
+export function time(query: Query, name: string): number | undefined {
   const v = text(query, name);
   if (v === undefined) return undefined;
   let ms = NaN;
@@ -66,7 +66,7 @@ function time(query: Query, name: string): number | undefined {
  * own id is implied, and naming another key is answered like a key that does not exist. The
  * admin key may name any key, or `admin` for its own requests (null).
  */
-function keyFilter(query: Query, key: ApiKey): string | null | undefined {
+export function keyFilter(query: Query, key: ApiKey): string | null | undefined {
   const asked = text(query, 'key_id');
   if (!key.isAdmin) {
     if (asked !== undefined && asked !== key.id) throw new GatewayError('not_found', `no key ${JSON.stringify(asked)} visible to this key`, { param: 'key_id' });
