@@ -21,6 +21,7 @@ export const COPY_TABLES = [
   { table: 'usage_daily_session_tags', key: ['day', 'key_id', 'tag', 'session', 'model', 'provider'] },
   { table: 'stored_responses', key: ['id'] },
   { table: 'mcp_tool_calls', key: ['id'] },
+  { table: 'catalog_entries', key: ['kind', 'id'] },
 ] as const satisfies readonly { table: keyof Database; key: readonly string[] }[];
 
 type CopyTable = (typeof COPY_TABLES)[number]['table'];
@@ -116,5 +117,9 @@ export async function copyDatabase(from: Kysely<Database>, to: Kysely<Database>,
       if (rows.length < batchSize) break;
     }
   }
+  // The catalog's revision goes along (the target's row exists from its migration): the stored
+  // entries are in force at that revision, and later changes count on from it.
+  const revision = await from.selectFrom('catalog_revision').select('revision').where('id', '=', 1).executeTakeFirst();
+  if (revision) await to.updateTable('catalog_revision').set({ revision: Number(revision.revision) }).where('id', '=', 1).execute();
   return copied;
 }

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { sql, type Kysely } from 'kysely';
 import { COPY_TABLES, copyDatabase, TargetNotEmptyError } from '../../src/store/copy-database.js';
+import { catalogRevision, writeCatalogChange } from '../../src/store/catalog-entries.js';
 import { openDatabase, type OpenDatabase } from '../../src/store/database.js';
 import { GenerationWriter } from '../../src/store/generation-writer.js';
 import { createKey } from '../../src/store/keys.js';
@@ -71,7 +72,7 @@ async function dump(db: Kysely<Database>): Promise<Record<string, string[]>> {
   const out: Record<string, string[]> = {};
   for (const { table, key } of COPY_TABLES) {
     let q = db.selectFrom(table as 'generations').selectAll();
-    if (table !== 'api_keys' && table !== 'teams' && table !== 'stored_responses' && !table.startsWith('usage_daily_session') && table !== 'generation_tags' && table !== 'mcp_tool_calls') q = q.select(sql<string>`cast(cost_pico as text)`.as('cost_pico'));
+    if (table !== 'api_keys' && table !== 'teams' && table !== 'stored_responses' && !table.startsWith('usage_daily_session') && table !== 'generation_tags' && table !== 'mcp_tool_calls' && table !== 'catalog_entries') q = q.select(sql<string>`cast(cost_pico as text)`.as('cost_pico'));
     for (const c of key) q = q.orderBy(sql.ref(c));
     out[table] = (await q.execute()).map((r) => JSON.stringify(r));
   }
@@ -95,6 +96,8 @@ describe('migrate --from --to (copy a deployment)', () => {
     await writer.flush();
     await createKey(source.db, 'alice', null, { limit: '5', rate_limit: { requests_per_minute: 10, tokens_per_minute: null } });
     await createKey(source.db, 'bob');
+    // A model stored through the catalog API: the entry and the catalog's revision go along.
+    assert.equal(await writeCatalogChange(source.db, { op: 'put', kind: 'model', id: 'team/copied', entry: { context_length: 4096, endpoints: [{ provider: 'p0', upstream_model: 'm' }] } }, 0, 'admin'), 1);
     target = await createTestDatabase('target.db');
   });
   after(async () => {
@@ -111,6 +114,8 @@ describe('migrate --from --to (copy a deployment)', () => {
       const copied = await copyDatabase(source.db, to.db, { batchSize: 37, onProgress: (t, n, total) => progress.push(`${t} ${n}/${total}`) });
       assert.equal(copied.generations, 250);
       assert.equal(copied.api_keys, 2);
+      assert.equal(copied.catalog_entries, 1);
+      assert.equal(await catalogRevision(to.db), 1);
       assert.ok(progress.includes('generations 250/250'), progress.join(', '));
       const want = await dump(source.db);
       assert.deepEqual(await dump(to.db), want);
