@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
+import { hostname, userInfo } from 'node:os';
 import { ConfigError, loadConfig, type LoadedConfig } from './config/load.js';
 import { describePresetExpansions } from './config/provider-presets.js';
 import { describeCredentialLines } from './config/credentials-schema.js';
@@ -8,7 +9,8 @@ import { buildGateway } from './server/app.js';
 import { startTelemetry } from './telemetry/telemetry.js';
 import { DEFAULT_DATABASE_URL, isDatabaseUnreachable, openDatabase, parseDatabaseUrl } from './store/database.js';
 import { copyDatabase } from './store/copy-database.js';
-import { createKey, deleteKey, disableKey, listKeys, resolveKeyRef } from './store/keys.js';
+import { createKey, deleteKey, listKeys, resolveKeyRef, updateKey } from './store/keys.js';
+import { appendAudit, audited, keySnapshot, type AuditActor } from './store/audit-log.js';
 import { resolveTeamRef } from './store/teams.js';
 import { buildCatalog, unknownModelIds } from './routing/catalog.js';
 import { keySettingsSchema, type KeySettings } from './store/key-settings.js';
@@ -211,6 +213,8 @@ async function serve(flag: string | undefined, workersFlag?: string): Promise<vo
   });
 
   let stopping = false;
+  // The config as of the last SIGHUP reload (what the audit row's `before` shows).
+  let current: LoadedConfig = loaded;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
@@ -246,7 +250,10 @@ async function serve(flag: string | undefined, workersFlag?: string): Promise<vo
     const { path, explicit } = configPath(flag);
     try {
       const next = withLocalModel(loadConfig(path, { required: explicit || loaded.source !== null }));
+      const before = configSummary(current);
       gateway.reload(next);
+      current = next;
+      void appendAudit(store.db, { type: 'system', id: 'SIGHUP' }, { action: 'config.reload', targetType: 'config', targetId: path, before, after: configSummary(next) }).catch((err: unknown) => log.error({ err: err instanceof Error ? err.message : err }, 'config reload: the audit row could not be written'));
       retainLocalEngines(next.config);
       log.info({ path, models: next.config.models.length }, 'config reloaded');
     } catch (err) {
@@ -423,6 +430,22 @@ function settingsFromFlags(values: KeyFlags): Partial<KeySettings> {
   return parsed.data;
 }
 
+/** The CLI as an audit actor: `<os user>@<host>`. */
+function cliActor(): AuditActor {
+  let user = process.env.USER ?? 'unknown';
+  try {
+    user = userInfo().username;
+  } catch {
+    // no passwd entry for the uid (a container): $USER, else unknown
+  }
+  return { type: 'cli', id: `${user}@${hostname()}` };
+}
+
+/** What the audit log keeps of a config: where it came from and its catalog's ids (never a provider's key). */
+function configSummary(loaded: LoadedConfig) {
+  return { source: loaded.source, providers: loaded.config.providers.map((p) => p.id), models: loaded.config.models.map((m) => m.id), alert_webhooks: loaded.config.alerts.webhooks.map((w) => w.id) };
+}
+
 async function keysCommand(sub: string | undefined, arg: string | undefined, values: KeyFlags): Promise<void> {
   switch (sub) {
     case 'create': {
@@ -438,7 +461,10 @@ async function keysCommand(sub: string | undefined, arg: string | undefined, val
       const team = values.team;
       const { key, secret } = await withDatabase(async (db) => {
         const teamId = team === undefined ? null : ((await resolveTeamRef(db, team))?.id ?? fail(`--team: no team with id or name "${team}" (create it with POST /v1/teams)`));
-        return createKey(db, name, expiresAt, settings, teamId);
+        return audited(db, cliActor(), async (trx) => {
+          const made = await createKey(trx, name, expiresAt, settings, teamId);
+          return { result: made, change: { action: 'key.create', targetType: 'key', targetId: made.key.id, before: null, after: keySnapshot(made.key) } };
+        });
       });
       // stdout carries the secret alone (`K=$(opinference keys create --name x)`); the rest is for the operator.
       process.stderr.write(`created key ${key.id} (${key.name}); its secret is on stdout, shown once: store it now\n`);
@@ -458,7 +484,14 @@ async function keysCommand(sub: string | undefined, arg: string | undefined, val
     }
     case 'disable': {
       if (!arg) fail('usage: opinference keys disable ID_OR_NAME');
-      const n = await withDatabase((db) => disableKey(db, arg));
+      const n = await withDatabase(async (db) => {
+        const key = await resolveKeyRef(db, arg);
+        if (!key) return 0;
+        return audited(db, cliActor(), async (trx) => {
+          const after = await updateKey(trx, key.id, { disabled: true });
+          return { result: after ? 1 : 0, change: after && { action: 'key.disable', targetType: 'key', targetId: key.id, before: keySnapshot(key), after: keySnapshot(after) } };
+        });
+      });
       if (n === 0) fail(`no key with id or name "${arg}"`);
       process.stdout.write(`disabled ${n} key(s)\n`);
       await announceKeyChange();
@@ -468,7 +501,11 @@ async function keysCommand(sub: string | undefined, arg: string | undefined, val
       if (!arg) fail('usage: opinference keys delete ID_OR_NAME');
       const deleted = await withDatabase(async (db) => {
         const key = await resolveKeyRef(db, arg);
-        return key && (await deleteKey(db, key.id)) ? key : undefined;
+        if (!key) return undefined;
+        return audited(db, cliActor(), async (trx) => {
+          const ok = await deleteKey(trx, key.id);
+          return { result: ok ? key : undefined, change: ok ? { action: 'key.delete', targetType: 'key', targetId: key.id, before: keySnapshot(key), after: null } : undefined };
+        });
       });
       if (!deleted) fail(`no key with id or name "${arg}"`);
       process.stdout.write(`deleted key ${deleted.id} (${deleted.name})\n`);

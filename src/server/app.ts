@@ -4,6 +4,7 @@ import { GatewayError } from '../errors/gateway-error.js';
 import type { GatewayRuntime } from '../pipeline/state/runtime.js';
 import { newRequestId } from '../util/ids.js';
 import { buildRuntime, type GatewayOptions } from './build-runtime.js';
+import type { AlertDispatcher } from '../alerts/alert-dispatcher.js';
 import { clientErrorHandler, clientTimeoutOptions } from './client-limits.js';
 import { ConnectionDrain } from './connection-drain.js';
 import { registerRoutes } from './register-routes.js';
@@ -23,6 +24,8 @@ export interface Gateway {
   close(): Promise<void>;
   /** Every registered route with its access level (public, key, metrics). */
   routes(): RegisteredRoute[];
+  /** Alerts (src/alerts/): tests wait on `idle()`. */
+  alerts: AlertDispatcher;
 }
 
 /**
@@ -62,11 +65,12 @@ export function buildGateway(options: GatewayOptions): Gateway {
   // The one Redis connection, waited for before the server listens (onReady runs before listen).
   if (redis) app.addHook('onReady', () => redis.waitUntilReady());
   const rt = () => runtime;
-  const routes = registerRoutes(app, { rt, db: options.db, keys: built.keys, telemetry: options.telemetry });
+  const routes = registerRoutes(app, { rt, db: options.db, keys: built.keys, alerts: built.alerts, telemetry: options.telemetry });
 
   return {
     app,
     routes,
+    alerts: built.alerts,
     runtime: rt,
     reload: (loaded) => built.reload(loaded),
     async close() {

@@ -26,6 +26,8 @@ import type { Telemetry } from '../telemetry/telemetry.js';
 import { UpstreamPools } from '../upstream/upstream-pools.js';
 import { LiveUpstreamCalls } from '../upstream/upstream-exchange.js';
 import { McpGateway } from '../mcp/mcp-gateway.js';
+import { AlertDispatcher } from '../alerts/alert-dispatcher.js';
+import { loadCreditSpent } from '../pipeline/stages/admit.js';
 import { KeyResolver } from './auth.js';
 
 /** Options of {@link buildGateway} (server/app.ts). */
@@ -65,6 +67,8 @@ export interface BuiltRuntime {
   redis: RedisConnection | undefined;
   /** Client keys, with change notices shared through Redis when there is one. */
   keys: KeyResolver;
+  /** Alerts: events recorded once across the fleet, delivered to webhooks. */
+  alerts: AlertDispatcher;
   /** Apply a new validated config: catalog, health settings, record settings, new pools. */
   reload(loaded: LoadedConfig): void;
   /** Stop the background work (retention purge, health sharing, MCP sessions and upstreams): before the server closes. */
@@ -84,6 +88,22 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
   const redis = options.redisUrl ? new RedisConnection(options.redisUrl, { commandTimeoutMs: config.redis.command_timeout_ms, connectTimeoutMs: config.redis.connect_timeout_ms }, log, options.redisPrefix) : undefined;
   const observePoolWait = (provider: string, ms: number) => runtime.metrics.poolWait.observe({ provider }, ms / 1000);
   const cacheBounds = { maxEntryBytes: config.cache.max_entry_bytes, maxTotalBytes: config.cache.max_total_bytes };
+  // Alerts: a credit limit's spend is the limit store's (exact across replicas with Redis);
+  // without Redis each process's store knows only its own settlements, so the records count too.
+  const alerts = new AlertDispatcher({
+    db,
+    config: () => runtime.config.alerts,
+    log,
+    recordsProblem: () => runtime.writer.problem,
+    spent: async (c) => {
+      const credit = { level: c.level, id: c.id, limitPico: c.limitPico, periodStart: c.periodStart };
+      const load = () => loadCreditSpent(runtime, credit);
+      const own = await runtime.limits.spent(c.id, c.periodStart, load);
+      if (redis) return own;
+      const written = await load();
+      return written > own ? written : own;
+    },
+  });
   const runtime: GatewayRuntime = {
     config,
     catalog: buildCatalog(config),
@@ -105,7 +125,10 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
     loadTeamSpent: (teamId, periodStart) => loadTeamSpentSince(db, teamId, periodStart),
     loadEndUserSpent: (keyId, endUser, periodStart) => loadEndUserSpentSince(db, keyId, endUser, periodStart),
     mcp: new McpGateway(config.mcp_servers, { warn: (message) => log.warn(message) }),
+    alerts,
   };
+  runtime.health.onCircuit = (endpoint, state) => alerts.breaker(endpoint, state);
+  alerts.start();
   runtime.writer.configure(config.records);
   runtime.shutdown.signal.addEventListener('abort', () => runtime.upstreamCalls.abortAll(new Error('the gateway is shutting down')), { once: true });
   runtime.metrics.observeWriter(runtime.writer);
@@ -114,12 +137,13 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
   // A key's allowed_tools may have changed: MCP sessions are told to list their tools again.
   keys.onKeysChanged(() => runtime.mcp.keysChanged());
   const healthSharing = redis ? new RedisHealthSharing(redis, runtime.health, log) : localHealth;
-  const stopPurge = options.purgeIntervalMs === 0 ? async () => {} : startRetentionPurge(db, log, options.purgeIntervalMs ?? 3_600_000, fleetLease(db, 'retention-purge'));
+  const stopPurge = options.purgeIntervalMs === 0 ? async () => {} : startRetentionPurge(db, log, options.purgeIntervalMs ?? 3_600_000, fleetLease(db, 'retention-purge'), () => ({ auditDays: runtime.config.audit.retention_days, alertDays: runtime.config.alerts.retention_days }));
 
   return {
     runtime,
     redis,
     keys,
+    alerts,
     reload(loaded) {
       const next = loaded.config;
       runtime.config = next;
@@ -137,6 +161,7 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
       // Before the server closes: MCP sessions hold open GET streams (and stdio children).
       await runtime.mcp.close();
       await stopPurge();
+      await alerts.close();
       healthSharing.close();
     },
     async close() {

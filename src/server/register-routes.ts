@@ -14,6 +14,9 @@ import { installOverload } from './overload.js';
 import { trackOwnedPaths } from './method-not-allowed.js';
 import { installRouteAuth, type RegisteredRoute } from './route-auth.js';
 import { registerApiRoutes } from './routes/api-routes.js';
+import { registerAuditRoutes } from './routes/audit.js';
+import { registerAlertRoutes } from './routes/alerts.js';
+import type { AlertDispatcher } from '../alerts/alert-dispatcher.js';
 import { registerDashboard } from './routes/dashboard.js';
 import { registerGenerationRoutes } from './routes/generation.js';
 import { registerHealthRoute } from './routes/health.js';
@@ -68,6 +71,7 @@ export interface RouteDeps {
   rt: () => GatewayRuntime;
   db: Kysely<Database>;
   keys: KeyResolver;
+  alerts: AlertDispatcher;
   telemetry?: Telemetry | undefined;
 }
 
@@ -137,6 +141,8 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): () => Reg
   registerUsageRoutes(app, rt, db);
   registerKeyRoutes(app, rt, db, keys);
   registerTeamRoutes(app, rt, db, keys);
+  registerAuditRoutes(app, db);
+  registerAlertRoutes(app, rt, db, deps.alerts);
   registerMcpRoutes(app, rt);
   registerMethodNotAllowed();
   registerDashboard(app);

@@ -14,6 +14,7 @@ import type { GatewayMetrics } from './metrics.js';
 import type { GenerationWriter } from '../../store/generation-writer.js';
 import type { StoredResponseStore } from '../../store/stored-responses.js';
 import type { McpGateway } from '../../mcp/mcp-gateway.js';
+import type { AlertSink } from '../../alerts/alert-dispatcher.js';
 
 /** What the pipeline logs through: pino's level methods (no Fastify type below server/). */
 export interface GatewayLog {
@@ -58,6 +59,8 @@ export interface GatewayRuntime {
   responses: StoredResponseStore;
   /** The MCP gateway over `mcp_servers` (`/mcp`, docs/mcp.md): its sessions and upstream connections. */
   mcp: McpGateway;
+  /** Alerts (src/alerts/): settled credit limits are noted here, off the request path. */
+  alerts: AlertSink;
 }
 
 /** The adapter of a provider, cached per provider id. */

@@ -9,9 +9,10 @@ import { periodStart } from '../../limits/limit-store.js';
 import { keySettingsSchema, type KeySettings } from '../../store/key-settings.js';
 import { createKey, deleteKey, getKey, listKeys, updateKey, type ApiKey } from '../../store/keys.js';
 import type { Database } from '../../store/schema.js';
+import { audited, keySnapshot } from '../../store/audit-log.js';
 import { resolveTeamRef } from '../../store/teams.js';
 import type { KeyResolver } from '../auth.js';
-import { checkAllowedModels, limitReset, parseBody, rateLimit, requireAdmin, retention, toUsdString, usd } from './admin-input.js';
+import { actorOf, checkAllowedModels, limitReset, parseBody, rateLimit, requireAdmin, retention, toUsdString, usd } from './admin-input.js';
 
 /** Body of `POST /v1/keys` and `PATCH /v1/keys/{id}` (OpenRouter field names where they exist). */
 const keyBody = z
@@ -202,16 +203,20 @@ export function registerKeyRoutes(app: FastifyInstance, rt: () => GatewayRuntime
     const settings = mergeSettings(keySettingsSchema.parse({}), body);
     const expires = body.expires_at ? Date.parse(body.expires_at) : null;
     const teamId = await teamOf(db, body.team);
-    const { key, secret } = await createKey(db, body.name, expires, settings, teamId ?? null);
+    // The key and its audit row commit together.
+    const { created, secret } = await audited(db, actorOf(req), async (trx) => {
+      const made = await createKey(trx, body.name, expires, settings, teamId ?? null);
+      const key = body.disabled ? ((await updateKey(trx, made.key.id, { disabled: true })) ?? made.key) : made.key;
+      return { result: { created: key, secret: made.secret }, change: { action: 'key.create', targetType: 'key', targetId: key.id, before: null, after: keySnapshot(key) } };
+    });
     // The secret is shown only in this answer: a key whose answer cannot be sent is removed
     // again, and the answer needs nothing that can fail (no limit store: a new key spent nothing).
     try {
-      const created = body.disabled ? ((await updateKey(db, key.id, { disabled: true })) ?? key) : key;
       const data = await keyObject(rt(), created, true);
       reply.code(201);
       return { data, key: secret };
     } catch (err) {
-      await deleteKey(db, key.id).catch(() => {});
+      await deleteKey(db, created.id).catch(() => {});
       throw err;
     }
   });
@@ -233,12 +238,15 @@ export function registerKeyRoutes(app: FastifyInstance, rt: () => GatewayRuntime
     const body = parseBody(keyBody.partial(), req.body);
     checkAllowedModels(rt(), body.allowed_models);
     const teamId = await teamOf(db, body.team);
-    const updated = await updateKey(db, current.id, {
-      teamId,
-      name: body.name,
-      disabled: body.disabled,
-      expiresAt: body.expires_at === undefined ? undefined : body.expires_at === null ? null : Date.parse(body.expires_at),
-      settings: mergeSettings(current.settings, body),
+    const updated = await audited(db, actorOf(req), async (trx) => {
+      const after = await updateKey(trx, current.id, {
+        teamId,
+        name: body.name,
+        disabled: body.disabled,
+        expiresAt: body.expires_at === undefined ? undefined : body.expires_at === null ? null : Date.parse(body.expires_at),
+        settings: mergeSettings(current.settings, body),
+      });
+      return { result: after, change: after && { action: 'key.update', targetType: 'key', targetId: current.id, before: keySnapshot(current), after: keySnapshot(after) } };
     });
     resolver.invalidate();
     return { data: await keyObject(rt(), updated!) };
@@ -246,7 +254,11 @@ export function registerKeyRoutes(app: FastifyInstance, rt: () => GatewayRuntime
 
   app.delete<{ Params: { id: string } }>('/v1/keys/:id', async (req) => {
     requireAdmin(req);
-    const ok = await deleteKey(db, req.params.id);
+    const ok = await audited(db, actorOf(req), async (trx) => {
+      const before = await getKey(trx, req.params.id);
+      const deleted = before !== undefined && (await deleteKey(trx, before.id));
+      return { result: deleted, change: deleted ? { action: 'key.delete', targetType: 'key', targetId: before.id, before: keySnapshot(before), after: null } : undefined };
+    });
     if (!ok) throw new GatewayError('not_found', `no key ${JSON.stringify(req.params.id)}`, { param: 'id' });
     resolver.invalidate();
     return { data: { id: req.params.id, deleted: true } };
