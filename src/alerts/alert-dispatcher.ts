@@ -6,6 +6,7 @@ import type { AlertsConfig } from '../config/alerts-schema.js';
 import { claimDelivery, dueDeliveries, finishAttempt, listAlertWebhooks, recordAlertEvent, transitionAlertState, type AlertWebhook, type ClaimedDelivery } from '../store/alerts.js';
 import { getKey } from '../store/keys.js';
 import type { Database } from '../store/schema.js';
+import { randomId } from '../util/ids.js';
 import { getTeam } from '../store/teams.js';
 import { slackMessage } from './slack-format.js';
 
@@ -246,7 +247,38 @@ export class AlertDispatcher implements AlertSink {
       this.stats.recorded++;
       for (const id of recorded.deliveries) this.deliver(id);
     } catch (err) {
-      this.deps.log.error({ err: (err as Error).message, type: e.type }, 'alerts: an event could not be recorded; it is not sent');
+      if (e.type.startsWith('records.')) {
+        // Records that cannot be written often mean a database that cannot be: this process's own event is sent from memory.
+        this.deps.log.warn({ err: (err as Error).message, type: e.type }, 'alerts: the event could not be recorded; it is sent from memory, without a delivery log');
+        this.sendDirect(e);
+      } else this.deps.log.error({ err: (err as Error).message, type: e.type }, 'alerts: an event could not be recorded; it is not sent');
+    }
+  }
+
+  /** Send an event no table holds (the database failing): each webhook's attempts and retries in memory only. */
+  private sendDirect(e: QueuedEvent): void {
+    const event = { id: `evt_local_${randomId(12)}`, type: e.type, created_at: e.createdAt, data: e.data };
+    for (const w of this.webhooksFor(e.type)) {
+      const d: ClaimedDelivery = { id: `dlv_local_${randomId(12)}`, webhookId: w.id, url: w.url, attempt: 0, event };
+      const attempt = (): void => {
+        if (this.closed) return;
+        d.attempt++;
+        const config = this.deps.config();
+        const p = this.send(d, config)
+          .then((r) => {
+            if (r.ok) this.stats.delivered++;
+            else if (d.attempt >= config.max_attempts) {
+              this.stats.failed++;
+              this.deps.log.warn({ delivery: d.id, webhook: w.id, status: r.status, error: r.error }, 'alerts: a delivery failed after its last attempt');
+            } else {
+              this.stats.retried++;
+              this.later(retryDelayMs(config, d.attempt), attempt);
+            }
+          })
+          .finally(() => this.sending.delete(p));
+        this.sending.add(p);
+      };
+      attempt();
     }
   }
 

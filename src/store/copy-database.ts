@@ -20,6 +20,11 @@ export const COPY_TABLES = [
   { table: 'usage_daily_session_models', key: ['day', 'key_id', 'session', 'model', 'provider'] },
   { table: 'usage_daily_session_tags', key: ['day', 'key_id', 'tag', 'session', 'model', 'provider'] },
   { table: 'stored_responses', key: ['id'] },
+  { table: 'audit_log', key: ['id'] },
+  { table: 'alert_webhooks', key: ['id'] },
+  { table: 'alert_events', key: ['id'] },
+  { table: 'alert_deliveries', key: ['id'] },
+  { table: 'alert_state', key: ['subject'] },
 ] as const satisfies readonly { table: keyof Database; key: readonly string[] }[];
 
 type CopyTable = (typeof COPY_TABLES)[number]['table'];

@@ -19,6 +19,7 @@ import { oneModelConfig, startGateway, type TestGateway } from '../helpers/gatew
 import { createTestDatabase } from '../helpers/test-database.js';
 import { gatewayLogStream } from '../helpers/test-output.js';
 import { until } from '../helpers/poll.js';
+import { AlertDispatcher } from '../../src/alerts/alert-dispatcher.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -262,5 +263,73 @@ describe("a team's budget through two gateways on one database", () => {
     assert.equal(events.length, 2);
     const deliveries = await a.store.db.selectFrom('alert_deliveries').select(['status', 'attempts']).execute();
     assert.deepEqual(deliveries, [{ status: 'delivered', attempts: 1 }, { status: 'delivered', attempts: 1 }]);
+  });
+});
+
+describe('records unwritable', () => {
+  let receiver: Receiver;
+  before(async () => {
+    receiver = await startReceiver();
+  });
+  after(async () => {
+    await receiver.close();
+  });
+
+  const dispatcher = (db: OpenDatabase['db'], problem: { now: string | null }) =>
+    new AlertDispatcher({
+      db,
+      config: () => parseConfig({ alerts: alertsConfig(receiver.url, { sweep_interval_ms: 60_000 }) }, 'test').alerts,
+      log: { info: () => {}, warn: () => {}, error: () => {} },
+      spent: async () => 0n,
+      recordsProblem: () => problem.now,
+    });
+
+  test("the record writer's problem state is an event when it starts and when it ends, logged as deliveries", async () => {
+    const database = await createTestDatabase();
+    const store = database.open();
+    await migrate(store.db);
+    const problem: { now: string | null } = { now: null };
+    const alerts = dispatcher(store.db, problem);
+    try {
+      alerts.start();
+      problem.now = 'generation records cannot be written: SQLITE_FULL: database or disk is full';
+      await until('records.unwritable', () => receiver.received.length === 1, 5_000);
+      problem.now = null;
+      await until('records.writable', () => receiver.received.length === 2, 5_000);
+      await alerts.idle();
+      assert.deepEqual(receiver.received.map((r) => [r.body.type, r.body.data.problem, r.signed]), [
+        ['records.unwritable', 'generation records cannot be written: SQLITE_FULL: database or disk is full', true],
+        ['records.writable', null, true],
+      ]);
+      const rows = await store.db.selectFrom('alert_deliveries').select(['status']).execute();
+      assert.deepEqual(rows, [{ status: 'delivered' }, { status: 'delivered' }]);
+    } finally {
+      await alerts.close();
+      await store.close();
+      await database.drop();
+    }
+  });
+
+  test('with the database itself unusable, the event is sent from memory', async () => {
+    receiver.received.length = 0;
+    const database = await createTestDatabase();
+    const store = database.open();
+    await migrate(store.db);
+    await store.close(); // every query fails from now on
+    const problem: { now: string | null } = { now: null };
+    const alerts = dispatcher(store.db, problem);
+    try {
+      alerts.start();
+      problem.now = 'generation records cannot be written: the database is gone';
+      await until('records.unwritable', () => receiver.received.length === 1, 5_000);
+      await alerts.idle();
+      assert.equal(receiver.received[0]!.body.type, 'records.unwritable');
+      assert.equal(receiver.received[0]!.signed, true);
+      assert.match(String(receiver.received[0]!.headers['x-op-delivery']), /^dlv_local_/);
+      assert.equal(alerts.stats.delivered, 1);
+    } finally {
+      await alerts.close();
+      await database.drop();
+    }
   });
 });
