@@ -1,6 +1,7 @@
 // The dashboard shell: sign-in with a key, navigation, hash routes.
 import { ApiError, get, request, session, setAuthLostHandler, type KeyInfo } from './api';
 import { h, replace } from './dom';
+import { auditPage } from './pages/audit';
 import { generationPage } from './pages/generation';
 import { keysPage } from './pages/keys';
 import { modelPage, modelsPage } from './pages/models';
@@ -33,6 +34,8 @@ function resolve(hash: string): { route: Route; rest: string[]; params: URLSearc
       return { route: { page: rest.length ? modelPage : modelsPage, nav: 'models' }, rest, params };
     case 'keys':
       return { route: { page: keysPage, nav: 'keys' }, rest, params };
+    case 'audit':
+      return { route: { page: auditPage, nav: 'audit' }, rest, params };
     default:
       return null;
   }
@@ -163,7 +166,7 @@ function showApp(): void {
       'header',
       { class: 'topbar' },
       h('a', { class: 'brand', href: '#/usage' }, h('span', { class: 'brand-mark', 'aria-hidden': 'true' }), 'opinference'),
-      h('nav', { class: 'nav', 'aria-label': 'Pages' }, navItem('usage', 'Usage'), navItem('requests', 'Requests'), navItem('models', 'Models'), navItem('keys', admin ? 'Keys' : 'My key')),
+      h('nav', { class: 'nav', 'aria-label': 'Pages' }, navItem('usage', 'Usage'), navItem('requests', 'Requests'), navItem('models', 'Models'), navItem('keys', admin ? 'Keys' : 'My key'), admin ? navItem('audit', 'Audit') : null),
       h(
         'div',
         { class: 'who' },

@@ -14,6 +14,8 @@ import { hashSecret } from '../../src/store/keys.js';
 import { purgeExpiredAudit } from '../../src/store/audit-log.js';
 import { startUpstream, type Upstream } from '../helpers/replay-upstream.js';
 import { oneModelConfig, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { buildDashboard } from '../../scripts/build-dashboard.js';
+import { chromiumMissing, launchBrowser } from '../helpers/browser.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -185,5 +187,52 @@ describe('the audit log', () => {
     // 400 days later, a 365-day retention removes them all.
     assert.equal(await purgeExpiredAudit(gw.store.db, 365, Date.now() + 400 * 86_400_000), before.length);
     assert.deepEqual((await call('GET', '/audit')).body.data, []);
+  });
+});
+
+describe('the audit page of the dashboard in headless Chromium', { skip: chromiumMissing() ?? false, timeout: 240_000 }, () => {
+  let upstream: Upstream;
+  let gw: TestGateway;
+  before(async () => {
+    await buildDashboard();
+    upstream = await startUpstream();
+    gw = await startGateway(oneModelConfig(upstream.url));
+  });
+  after(async () => {
+    await gw.close();
+    await upstream.close();
+  });
+
+  test('lists each change with who made it and what changed; other keys see no Audit page', async () => {
+    const admin = (method: string, path: string, body?: unknown) => fetch(`${gw.origin}/v1${path}`, { method, headers: { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.json() as Promise<Json>);
+    const made = await admin('POST', '/keys', { name: 'shown', limit: 1 });
+    await admin('PATCH', `/keys/${made.data.id}`, { limit: 2, name: 'renamed' });
+    const browser = await launchBrowser();
+    try {
+      const { page, problems } = await browser.newPage();
+      await page.goto(`${gw.origin}/`);
+      await page.fill('#key', gw.adminKey);
+      await page.click('#signin button[type=submit]');
+      await page.locator('.nav a[data-nav=audit]').click();
+      await page.locator('#audit-log tr[data-audit]').first().waitFor();
+      const rows = await page.locator('#audit-log tr[data-audit]').allInnerTexts();
+      assert.equal(rows.length, 2);
+      assert.match(rows[0]!, /key\.update/);
+      assert.match(rows[0]!, /name: "shown" → "renamed"/);
+      assert.match(rows[0]!, /settings\.limit: "1" → "2"/);
+      assert.match(rows[1]!, /key\.create[\s\S]*created/);
+      assert.match(rows[1]!, /admin_key/);
+      assert.match(await page.locator('#alert-deliveries').innerText(), /No alert sent yet/);
+      assert.deepEqual(problems.list, []);
+      const { secret } = await gw.createKey('viewer');
+      const other = await browser.newPage();
+      await other.page.goto(`${gw.origin}/`);
+      await other.page.fill('#key', secret);
+      await other.page.click('#signin button[type=submit]');
+      await other.page.locator('.topbar').waitFor();
+      assert.equal(await other.page.locator('.nav a[data-nav=audit]').count(), 0);
+    } finally {
+      await browser.close();
+    }
   });
 });
