@@ -37,10 +37,12 @@ export interface AlertSink {
   noteSpend(credit: SpendNote): void;
   /** An endpoint's breaker opened or closed in this process. */
   breaker(endpoint: string, state: 'open' | 'closed'): void;
+  /** A generation of catalog model `model` finished; `failed`: it failed with a 5xx. */
+  noteOutcome(model: string, failed: boolean): void;
 }
 
 /** An alert sink that drops everything (no gateway running alerts). */
-export const NO_ALERTS: AlertSink = { noteSpend: () => {}, breaker: () => {} };
+export const NO_ALERTS: AlertSink = { noteSpend: () => {}, breaker: () => {}, noteOutcome: () => {} };
 
 /** Minimal logger (pino-compatible). */
 export interface AlertLog {
@@ -80,6 +82,15 @@ interface QueuedEvent {
   subject?: { name: string; state: string };
 }
 
+/** Buckets a model's error-rate window is counted in. */
+const RATE_BUCKETS = 10;
+
+/** A model's outcomes in time buckets (`[bucket start ms, finished, failed]`, oldest first) and its last verdict. */
+interface ModelOutcomes {
+  buckets: [number, number, number][];
+  high: boolean;
+}
+
 /** Most dedupe keys remembered locally (budget crossings already handled in this process). */
 const SEEN_MAX = 10_000;
 /** How long after the first note in a batch the drain runs, in ms (notes of a burst are coalesced). */
@@ -112,6 +123,7 @@ export class AlertDispatcher implements AlertSink {
   private recordsState: 'writable' | 'unwritable' = 'writable';
   private recordsChanges = 0;
   private apiWebhooks: AlertWebhook[] = [];
+  private readonly outcomes = new Map<string, ModelOutcomes>();
   private closed = false;
   private readonly instance = `${hostname()}:${process.pid}:${Date.now().toString(36)}`;
   private readonly now: () => number;
@@ -125,7 +137,10 @@ export class AlertDispatcher implements AlertSink {
     void this.refreshWebhooks().then(() => this.sweep());
     this.sweepTimer = setInterval(() => void this.sweep(), this.deps.config().sweep_interval_ms);
     this.sweepTimer.unref();
-    this.recordsTimer = setInterval(() => this.checkRecords(), RECORDS_CHECK_MS);
+    this.recordsTimer = setInterval(() => {
+      this.checkRecords();
+      this.checkErrorRates();
+    }, RECORDS_CHECK_MS);
     this.recordsTimer.unref();
   }
 
@@ -153,6 +168,48 @@ export class AlertDispatcher implements AlertSink {
     if (this.closed || !this.active) return;
     this.events.push({ type: state === 'open' ? 'breaker.opened' : 'breaker.closed', data: { endpoint, state }, createdAt: this.now(), subject: { name: `breaker:${endpoint}`, state } });
     this.scheduleDrain();
+  }
+
+  noteOutcome(model: string, failed: boolean): void {
+    const rate = this.deps.config().error_rate;
+    if (this.closed || !rate || !this.active) return;
+    const size = Math.ceil(rate.window_ms / RATE_BUCKETS);
+    const start = Math.floor(this.now() / size) * size;
+    let m = this.outcomes.get(model);
+    if (!m) this.outcomes.set(model, (m = { buckets: [], high: false }));
+    let last = m.buckets[m.buckets.length - 1];
+    if (!last || last[0] !== start) {
+      m.buckets.push((last = [start, 0, 0]));
+      if (m.buckets.length > RATE_BUCKETS + 1) m.buckets.shift();
+    }
+    last[1]++;
+    if (failed) last[2]++;
+  }
+
+  /** Each model's error rate over its window against the threshold: a change of verdict is an event (fleet-wide by compare-and-set). */
+  private checkErrorRates(): void {
+    const rate = this.deps.config().error_rate;
+    if (!rate) return;
+    const since = this.now() - rate.window_ms;
+    for (const [model, m] of this.outcomes) {
+      let requests = 0;
+      let errors = 0;
+      for (const [at, n, f] of m.buckets) {
+        if (at + Math.ceil(rate.window_ms / RATE_BUCKETS) <= since) continue;
+        requests += n;
+        errors += f;
+      }
+      if (requests === 0 && !m.high) {
+        this.outcomes.delete(model);
+        continue;
+      }
+      const high = requests >= rate.min_requests && errors / requests >= rate.threshold;
+      if (high === m.high || (!high && requests < rate.min_requests && requests > 0 && errors / requests >= rate.threshold)) continue;
+      m.high = high;
+      const state = high ? 'high' : 'normal';
+      this.events.push({ type: `error_rate.${state}`, data: { model, requests, errors, rate: requests ? errors / requests : 0, threshold: rate.threshold, window_ms: rate.window_ms }, createdAt: this.now(), subject: { name: `error_rate:${model}`, state } });
+      this.scheduleDrain();
+    }
   }
 
   /** The record writer's state changed since the last check: an event (per process: each has its own writer). */
@@ -236,8 +293,8 @@ export class AlertDispatcher implements AlertSink {
           return;
         }
         dedupeKey = `${e.subject.name}:${version}`;
-        // A subject seen for the first time and already closed (a breaker closing that never opened fleet-wide) is no news.
-        if (version === 1 && e.subject.state === 'closed') return;
+        // A subject seen for the first time in its quiet state (a breaker closing that never opened fleet-wide) is no news.
+        if (version === 1 && (e.subject.state === 'closed' || e.subject.state === 'normal')) return;
       }
       const recorded = await recordAlertEvent(this.deps.db, { type: e.type, dedupeKey: dedupeKey!, data: e.data, createdAt: e.createdAt }, this.webhooksFor(e.type));
       if (!recorded) {

@@ -32,6 +32,10 @@ export function alertText(e: AlertEventBody): string {
       return `:rotating_light: opinference: generation records cannot be written on ${str(d.instance)}: ${str(d.problem)}`;
     case 'records.writable':
       return `:white_check_mark: opinference: generation records are written again on ${str(d.instance)}`;
+    case 'error_rate.high':
+      return `:chart_with_upwards_trend: opinference: ${pct(d.rate)} of the requests to ${str(d.model)} failed (${str(d.errors)} of ${str(d.requests)} in the last ${Math.round(Number(d.window_ms) / 60_000)} min; threshold ${pct(d.threshold)})`;
+    case 'error_rate.normal':
+      return `:white_check_mark: opinference: the error rate of ${str(d.model)} is back under ${pct(d.threshold)} (${str(d.errors)} of ${str(d.requests)})`;
     default:
       return `opinference: ${e.type} ${JSON.stringify(d)}`;
   }

@@ -6,7 +6,7 @@ import { z } from 'zod';
  */
 
 /** The event types alerts are sent for. */
-export const ALERT_EVENT_TYPES = ['budget.threshold', 'breaker.opened', 'breaker.closed', 'records.unwritable', 'records.writable'] as const;
+export const ALERT_EVENT_TYPES = ['budget.threshold', 'breaker.opened', 'breaker.closed', 'records.unwritable', 'records.writable', 'error_rate.high', 'error_rate.normal'] as const;
 export type AlertEventType = (typeof ALERT_EVENT_TYPES)[number];
 
 /** An environment variable's name (the HMAC secret is read from it, never written in a file or the database). */
@@ -41,6 +41,20 @@ export const alertsSchema = z
     timeout_ms: z.number().int().min(100).max(120_000).default(10_000),
     /** How often each process looks for deliveries due (its own retries, and those a stopped replica left), in ms. */
     sweep_interval_ms: z.number().int().min(50).max(3_600_000).default(15_000),
+    /**
+     * A model's error rate (failed generations answered 5xx, over those finished, as this
+     * process saw them within `window_ms`) at or over `threshold` with at least `min_requests`
+     * is `error_rate.high`; back under it, `error_rate.normal`. Null = not watched.
+     */
+    error_rate: z
+      .object({
+        threshold: z.number().gt(0).max(1),
+        min_requests: z.number().int().min(1).max(1_000_000).default(20),
+        window_ms: z.number().int().min(10_000).max(86_400_000).default(300_000),
+      })
+      .strict()
+      .nullable()
+      .default(null),
     /** Days alert events and deliveries are kept (applied by the retention purge). */
     retention_days: z.number().int().min(1).max(36_500).default(30),
   })

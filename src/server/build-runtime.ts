@@ -28,6 +28,8 @@ import { LiveUpstreamCalls } from '../upstream/upstream-exchange.js';
 import { McpGateway } from '../mcp/mcp-gateway.js';
 import { AlertDispatcher } from '../alerts/alert-dispatcher.js';
 import { loadCreditSpent } from '../pipeline/stages/admit.js';
+import { generationEnd, type GenerationEndEvent } from '../pipeline/state/events.js';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { KeyResolver } from './auth.js';
 
 /** Options of {@link buildGateway} (server/app.ts). */
@@ -128,6 +130,15 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
     alerts,
   };
   runtime.health.onCircuit = (endpoint, state) => alerts.breaker(endpoint, state);
+  // A model's error rate (alerts.error_rate): each generation of this gateway that a catalog model served, off its end event.
+  const onGenerationEnd = (message: unknown) => {
+    const { draft, metrics } = message as GenerationEndEvent;
+    if (metrics !== runtime.metrics || draft.status === 'cancelled' || runtime.config.alerts.error_rate === null) return;
+    // The model that served it, or that its last attempt tried (a failure has no served model).
+    const model = draft.servedModel ?? draft.attempts[draft.attempts.length - 1]?.model;
+    if (model !== undefined) alerts.noteOutcome(model, draft.status === 'error' && draft.httpStatus >= 500);
+  };
+  subscribe(generationEnd.name as string, onGenerationEnd);
   alerts.start();
   runtime.writer.configure(config.records);
   runtime.shutdown.signal.addEventListener('abort', () => runtime.upstreamCalls.abortAll(new Error('the gateway is shutting down')), { once: true });
@@ -161,6 +172,7 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
       // Before the server closes: MCP sessions hold open GET streams (and stdio children).
       await runtime.mcp.close();
       await stopPurge();
+      unsubscribe(generationEnd.name as string, onGenerationEnd);
       await alerts.close();
       healthSharing.close();
     },

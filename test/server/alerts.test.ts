@@ -333,3 +333,39 @@ describe('records unwritable', () => {
     }
   });
 });
+
+describe("a model's error rate", () => {
+  let upstream: Upstream;
+  let receiver: Receiver;
+  let gw: TestGateway;
+  before(async () => {
+    upstream = await startUpstream();
+    receiver = await startReceiver();
+    gw = await startGateway(pricey(upstream.url, { alerts: alertsConfig(receiver.url, { error_rate: { threshold: 0.5, min_requests: 4, window_ms: 60_000 } }) }));
+  });
+  after(async () => {
+    await gw.close();
+    await receiver.close();
+    await upstream.close();
+  });
+
+  test('4 failures of 4 is error_rate.high; 8 successes after bring it under the threshold: error_rate.normal', async () => {
+    const { secret } = await gw.createKey('rate');
+    for (let i = 0; i < 4; i++) {
+      upstream.enqueue({ status: 500, json: { error: { message: 'down' } } });
+      const r = await call(gw.origin, secret, 'POST', '/chat/completions', chat);
+      assert.ok(r.status >= 500, String(r.status));
+    }
+    await until('error_rate.high', () => receiver.received.length === 1, 5_000);
+    for (let i = 0; i < 8; i++) {
+      upstream.enqueue(completion(1, 1));
+      assert.equal((await call(gw.origin, secret, 'POST', '/chat/completions', chat)).status, 200);
+    }
+    await until('error_rate.normal', () => receiver.received.length === 2, 5_000);
+    await gw.gateway.alerts.idle();
+    assert.deepEqual(receiver.received.map((r) => [r.body.type, r.body.data, r.signed]), [
+      ['error_rate.high', { model: 'test/model', requests: 4, errors: 4, rate: 1, threshold: 0.5, window_ms: 60_000 }, true],
+      ['error_rate.normal', { model: 'test/model', requests: 12, errors: 4, rate: 4 / 12, threshold: 0.5, window_ms: 60_000 }, true],
+    ]);
+  });
+});
