@@ -16,6 +16,15 @@ import { startUpstream, type Upstream } from '../helpers/replay-upstream.js';
 import { oneModelConfig, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { buildDashboard } from '../../scripts/build-dashboard.js';
 import { chromiumMissing, launchBrowser } from '../helpers/browser.js';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createTestDatabase } from '../helpers/test-database.js';
+import { freePort } from '../helpers/free-port.js';
+import { untilHealthy } from '../helpers/cli-process.js';
+import { keepChildLogs } from '../helpers/test-output.js';
+import { until } from '../helpers/poll.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -233,6 +242,38 @@ describe('the audit page of the dashboard in headless Chromium', { skip: chromiu
       assert.equal(await other.page.locator('.nav a[data-nav=audit]').count(), 0);
     } finally {
       await browser.close();
+    }
+  });
+});
+
+describe('a config reload (SIGHUP to serve) is audited', () => {
+  test('config.reload with the ids before and after, actor SIGHUP, never a provider key', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'op-audit-reload-'));
+    const database = await createTestDatabase();
+    const file = join(dir, 'gw.yaml');
+    const yaml = (models: string[]) => ['providers:', '  - id: up', '    kind: openai', '    base_url: http://127.0.0.1:9', '    api_key: sk-provider-secret-123', 'models:', ...models.flatMap((m) => [`  - id: ${m}`, '    context_length: 8192', '    endpoints:', '      - provider: up', '        upstream_model: m']), ''].join('\n');
+    writeFileSync(file, yaml(['test/one']));
+    const port = await freePort();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], { cwd: ROOT, env: { ...process.env, OP_CONFIG: file, OP_DATABASE_URL: database.url, OP_PORT: String(port), OP_HOST: '127.0.0.1', OP_ADMIN_KEY: 'admin-reload-key', OP_REDIS_URL: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    keepChildLogs(child, 'audit-reload');
+    const exited = new Promise((r) => child.on('exit', r));
+    try {
+      assert.equal(await untilHealthy(port, 300), true, 'serve did not come up');
+      writeFileSync(file, yaml(['test/one', 'test/two']));
+      child.kill('SIGHUP');
+      const audit = async () => ((await (await fetch(`http://127.0.0.1:${port}/v1/audit?action=config.reload`, { headers: { authorization: 'Bearer admin-reload-key' } })).json()) as Json).data as Json[];
+      await until('the config.reload row', async () => (await audit()).length === 1, 15_000, 100);
+      const [row] = await audit();
+      assert.deepEqual(row!.actor, { type: 'system', id: 'SIGHUP' });
+      assert.deepEqual(row!.target, { type: 'config', id: file });
+      assert.deepEqual(row!.before, { source: file, providers: ['up'], models: ['test/one'], alert_webhooks: [] });
+      assert.deepEqual(row!.after, { source: file, providers: ['up'], models: ['test/one', 'test/two'], alert_webhooks: [] });
+      assert.equal(JSON.stringify(row).includes('sk-provider-secret-123'), false);
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+      await database.drop();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
