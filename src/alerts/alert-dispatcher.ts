@@ -409,6 +409,7 @@ export class AlertDispatcher implements AlertSink {
     if (this.closed) return;
     try {
       await this.refreshWebhooks();
+      if (!this.active) return; // no webhook: nothing to send (one query per sweep)
       for (const id of await dueDeliveries(this.deps.db, this.now())) this.deliver(id);
     } catch (err) {
       this.deps.log.warn({ err: (err as Error).message }, 'alerts: could not look for deliveries due');
