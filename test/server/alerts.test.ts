@@ -369,3 +369,54 @@ describe("a model's error rate", () => {
     ]);
   });
 });
+
+describe("an endpoint's breaker opening on two gateways on one database", () => {
+  let upstream: Upstream;
+  let receiver: Receiver;
+  const replicas: Replica[] = [];
+  let drop: () => Promise<void>;
+  before(async () => {
+    upstream = await startUpstream();
+    receiver = await startReceiver();
+    const database = await createTestDatabase();
+    drop = () => database.drop();
+    for (let i = 0; i < 2; i++) {
+      const store = database.open();
+      await migrate(store.db);
+      const config = parseConfig({ ...pricey(upstream.url, { alerts: alertsConfig(receiver.url) }), routing: { max_attempts: 1, circuit_breaker: { failure_threshold: 1, open_ms: 300 }, retry_after_cap_ms: 0, recent_failure_ms: 0 }, server: { overload: { max_event_loop_delay_ms: 0 } } }, 'test config');
+      const gateway = buildGateway({ loaded: { config, source: 'test' }, db: store.db, adminKey: 'admin-test-key', logger: { level: 'warn', stream: gatewayLogStream() }, purgeIntervalMs: 0 });
+      await gateway.app.listen({ port: 0, host: '127.0.0.1' });
+      replicas.push({ gateway, store, origin: `http://127.0.0.1:${(gateway.app.server.address() as AddressInfo).port}` });
+    }
+  });
+  after(async () => {
+    for (const r of replicas) {
+      await r.gateway.close();
+      await r.store.close();
+    }
+    await drop?.();
+    await receiver?.close();
+    await upstream?.close();
+  });
+
+  test('both breakers open and close: one breaker.opened and one breaker.closed for the fleet', async () => {
+    const [a, b] = replicas as [Replica, Replica];
+    const key = (await call(a.origin, 'admin-test-key', 'POST', '/keys', { name: 'both' })).body.key as string;
+    for (const r of [a, b]) {
+      upstream.enqueue({ status: 500, json: { error: { message: 'down' } } });
+      assert.ok((await call(r.origin, key, 'POST', '/chat/completions', chat)).status >= 500);
+      await r.gateway.alerts.idle();
+    }
+    await new Promise((done) => setTimeout(done, 350));
+    for (const r of [a, b]) {
+      upstream.enqueue(completion(1, 1));
+      assert.equal((await call(r.origin, key, 'POST', '/chat/completions', chat)).status, 200);
+      await new Promise((done) => setTimeout(done, 150));
+      await r.gateway.alerts.idle();
+    }
+    await until('both alerts', () => receiver.received.length === 2);
+    await new Promise((done) => setTimeout(done, 300));
+    assert.deepEqual(receiver.received.map((r) => [r.body.type, r.body.data.endpoint]), [['breaker.opened', 'up/upstream-model'], ['breaker.closed', 'up/upstream-model']]);
+    assert.deepEqual([a.gateway.alerts.stats.recorded + b.gateway.alerts.stats.recorded, a.gateway.alerts.stats.duplicates + b.gateway.alerts.stats.duplicates], [2, 2]);
+  });
+});

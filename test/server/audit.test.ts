@@ -11,7 +11,9 @@ import { hostname, userInfo } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { hashSecret } from '../../src/store/keys.js';
-import { purgeExpiredAudit } from '../../src/store/audit-log.js';
+import { appendAudit, purgeExpiredAudit } from '../../src/store/audit-log.js';
+import { startRetentionPurge } from '../../src/store/retention-purge.js';
+import { migrate } from '../../src/store/migrations.js';
 import { startUpstream, type Upstream } from '../helpers/replay-upstream.js';
 import { oneModelConfig, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { buildDashboard } from '../../scripts/build-dashboard.js';
@@ -274,6 +276,32 @@ describe('a config reload (SIGHUP to serve) is audited', () => {
       await exited;
       await database.drop();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the retention purge applies audit.retention_days and alerts.retention_days', () => {
+  test('rows past their days are deleted by the purge run; newer ones stay', async () => {
+    const database = await createTestDatabase();
+    const store = database.open();
+    try {
+      await migrate(store.db);
+      const day = 86_400_000;
+      const actor = { type: 'cli' as const, id: 'ops@host' };
+      const change = { action: 'key.create', targetType: 'key', targetId: 'key_x', before: null, after: { id: 'key_x' } };
+      await appendAudit(store.db, actor, change, Date.now() - 40 * day);
+      const kept = await appendAudit(store.db, actor, change, Date.now() - 20 * day);
+      await store.db.insertInto('alert_events').values({ id: 'evt_old', dedupe_key: 'old', type: 'breaker.opened', created_at: Date.now() - 10 * day, data: '{}' }).execute();
+      const infos: Json[] = [];
+      const stop = startRetentionPurge(store.db, { info: (o: object) => infos.push(o as Json), error: (o: object) => assert.fail(JSON.stringify(o)) }, 60_000, undefined, () => ({ auditDays: 30, alertDays: 7 }));
+      await until('the purge run', () => infos.length === 1);
+      await stop();
+      assert.deepEqual([infos[0]!.audit, infos[0]!.alerts], [1, 1]);
+      assert.deepEqual((await store.db.selectFrom('audit_log').select('id').execute()).map((r) => r.id), [kept]);
+      assert.equal((await store.db.selectFrom('alert_events').select('id').execute()).length, 0);
+    } finally {
+      await store.close();
+      await database.drop();
     }
   });
 });
