@@ -216,7 +216,11 @@ export function registerKeyRoutes(app: FastifyInstance, rt: () => GatewayRuntime
       reply.code(201);
       return { data, key: secret };
     } catch (err) {
-      await deleteKey(db, created.id).catch(() => {});
+      // Removed with its audit row, so the log does not show a key that never was usable as alive.
+      await audited(db, actorOf(req), async (trx) => {
+        const ok = await deleteKey(trx, created.id);
+        return { result: ok, change: ok ? { action: 'key.delete', targetType: 'key', targetId: created.id, before: keySnapshot(created), after: null } : undefined };
+      }).catch(() => {});
       throw err;
     }
   });
