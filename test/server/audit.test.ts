@@ -114,7 +114,7 @@ describe('the audit log', () => {
     assert.equal(keyRow[0]!.after.team, team);
   });
 
-  test('keys through the CLI: create, disable and delete, the actor is <os user>@<host>', async () => {
+  test('keys and teams through the CLI: create, disable and delete, the actor is <os user>@<host>', async () => {
     const env = { ...process.env, OP_DATABASE_URL: gw.databaseUrl, OP_CONFIG: '/nonexistent-opinference.yaml' };
     const cli = (...args: string[]) => run(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { env, cwd: ROOT });
     const made = await cli('keys', 'create', '--name', 'from-cli', '--limit', '3');
@@ -135,14 +135,26 @@ describe('the audit log', () => {
       assert.equal(r.request_id, null);
       assert.equal(r.source_ip, null);
     }
+    // Teams through the CLI.
+    const team = (await cli('teams', 'create', '--name', 'cli-team', '--limit', '9', '--limit-reset', 'daily', '--rpm', '30')).stdout.trim();
+    assert.match(team, /^team_/);
+    const listed = (await cli('teams', 'list')).stdout;
+    assert.ok(listed.split('\n').includes(`${team}\tcli-team\tlimit $9/daily, 30 rpm\t0 keys`), listed);
+    assert.match((await cli('teams', 'delete', 'cli-team')).stdout, /deleted team team_\w+ \(cli-team\); 0 key\(s\) left without a team/);
+    const teamRows = (await call('GET', `/audit?target=team:${team}`)).body.data as Json[];
+    const teamSettings = { limit: '9', limit_reset: 'daily', rate_limit: { requests_per_minute: 30, tokens_per_minute: null }, allowed_models: [], retention: null };
+    assert.deepEqual(teamRows.map((r) => [r.action, r.actor.type, r.before, r.after]), [
+      ['team.delete', 'cli', { id: team, name: 'cli-team', settings: teamSettings, keys_detached: 0 }, null],
+      ['team.create', 'cli', null, { id: team, name: 'cli-team', settings: teamSettings }],
+    ]);
     // The actor filter finds them.
     const byActor = (await call('GET', `/audit?actor=${encodeURIComponent(`${userInfo().username}@${hostname()}`)}`)).body.data as Json[];
-    assert.deepEqual(byActor.map((r) => r.id), rows.map((r) => r.id));
+    assert.deepEqual(byActor.map((r) => r.id), [...teamRows, ...rows].map((r) => r.id));
   });
 
   test('no row holds a secret or a secret hash', async () => {
     const all = await gw.store.db.selectFrom('audit_log').selectAll().execute();
-    assert.equal(all.length, 10);
+    assert.equal(all.length, 12);
     const text = JSON.stringify(all);
     assert.equal(secrets.length, 3);
     for (const s of secrets) {
@@ -157,8 +169,8 @@ describe('the audit log', () => {
     const creates = (await call('GET', '/audit?action=key.create')).body.data as Json[];
     assert.deepEqual(creates.map((r) => r.after.name), ['from-cli', 'member', 'ci']);
     const teamActions = (await call('GET', '/audit?action=team.')).body.data as Json[];
-    assert.deepEqual(teamActions.map((r) => r.action), ['team.delete', 'team.update', 'team.create']);
-    assert.equal(((await call('GET', '/audit?target=team')).body.data as Json[]).length, 3);
+    assert.deepEqual(teamActions.map((r) => r.action), ['team.delete', 'team.create', 'team.delete', 'team.update', 'team.create']);
+    assert.equal(((await call('GET', '/audit?target=team')).body.data as Json[]).length, 5);
     const all = (await call('GET', '/audit?limit=1000')).body.data as Json[];
     const pages: string[] = [];
     let cursor: string | null = null;
