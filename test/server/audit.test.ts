@@ -272,11 +272,12 @@ describe('a config reload (SIGHUP to serve) is audited', () => {
     keepChildLogs(child, 'audit-reload');
     const exited = new Promise((r) => child.on('exit', r));
     try {
-      assert.equal(await untilHealthy(port, 300), true, 'serve did not come up');
+      // tsx compiles the CLI's imports first: up to a minute on a loaded machine.
+      assert.equal(await untilHealthy(port, 600), true, 'serve did not come up');
       writeFileSync(file, yaml(['test/one', 'test/two']));
       child.kill('SIGHUP');
       const audit = async () => ((await (await fetch(`http://127.0.0.1:${port}/v1/audit?action=config.reload`, { headers: { authorization: 'Bearer admin-reload-key' } })).json()) as Json).data as Json[];
-      await until('the config.reload row', async () => (await audit()).length === 1, 15_000, 100);
+      await until('the config.reload row', async () => (await audit()).length === 1, 30_000, 100);
       const [row] = await audit();
       assert.deepEqual(row!.actor, { type: 'system', id: 'SIGHUP' });
       assert.deepEqual(row!.target, { type: 'config', id: file });
