@@ -16,7 +16,7 @@ const LAYERS = [
   ['telemetry'],
   ['pipeline'],
   ['ingress'],
-  ['routing', 'limits', 'store', 'upstream', 'cache', 'mcp'],
+  ['routing', 'limits', 'store', 'upstream', 'cache', 'mcp', 'alerts'],
   ['providers'],
   ['accounting'],
   ['core'],

@@ -2,6 +2,7 @@
 import { secretBoxFromEnv, type SecretBox } from './util/secret-box.js';
 import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
+import { hostname, userInfo } from 'node:os';
 import { ConfigError, loadConfig, type LoadedConfig } from './config/load.js';
 import { describePresetExpansions } from './config/provider-presets.js';
 import { describeCredentialLines } from './config/credentials-schema.js';
@@ -9,8 +10,9 @@ import { buildGateway } from './server/app.js';
 import { startTelemetry } from './telemetry/telemetry.js';
 import { DEFAULT_DATABASE_URL, isDatabaseUnreachable, openDatabase, parseDatabaseUrl } from './store/database.js';
 import { copyDatabase } from './store/copy-database.js';
-import { createKey, deleteKey, disableKey, listKeys, resolveKeyRef } from './store/keys.js';
-import { resolveTeamRef } from './store/teams.js';
+import { createKey, deleteKey, listKeys, resolveKeyRef, updateKey } from './store/keys.js';
+import { appendAudit, audited, keySnapshot, teamSnapshot, type AuditActor } from './store/audit-log.js';
+import { createTeam, deleteTeam, keysByTeam, listTeams, resolveTeamRef, teamSettingsSchema } from './store/teams.js';
 import { buildCatalog, unknownModelIds } from './routing/catalog.js';
 import { keySettingsSchema, type KeySettings } from './store/key-settings.js';
 import { prestartLocalEngines, retainLocalEngines, withEngineContext, withLocalModel } from './providers/local/local-models.js';
@@ -36,6 +38,11 @@ Usage:
   opinference keys list                      list keys (never their secrets)
   opinference keys disable ID_OR_NAME        disable a key (a name shared by several keys is refused)
   opinference keys delete ID_OR_NAME         delete a key (its generations stay)
+  opinference teams create --name NAME [--limit USD] [--limit-reset …] [--rpm N] [--tpm N]
+                         [--models a/b,c/d] [--retention none|DAYS]
+                                             create a team (a budget and limits over its keys)
+  opinference teams list                     list teams with their keys
+  opinference teams delete ID_OR_NAME        delete a team (its keys stay, without a team)
   opinference migrate                        create or update the database schema (OP_DATABASE_URL)
   opinference migrate --from URL --to URL [--resume]
                                              copy a deployment, e.g. --from sqlite:./data/opinference.db
@@ -227,6 +234,8 @@ async function serve(flag: string | undefined, workersFlag?: string): Promise<vo
   });
 
   let stopping = false;
+  // The config as of the last SIGHUP reload (what the audit row's `before` shows).
+  let current: LoadedConfig = loaded;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
@@ -262,7 +271,10 @@ async function serve(flag: string | undefined, workersFlag?: string): Promise<vo
     const { path, explicit } = configPath(flag);
     try {
       const next = withLocalModel(loadConfig(path, { required: explicit || loaded.source !== null }));
+      const before = configSummary(current);
       gateway.reload(next);
+      current = next;
+      void appendAudit(store.db, { type: 'system', id: 'SIGHUP' }, { action: 'config.reload', targetType: 'config', targetId: path, before, after: configSummary(next) }).catch((err: unknown) => log.error({ err: err instanceof Error ? err.message : err }, 'config reload: the audit row could not be written'));
       retainLocalEngines(next.config);
       log.info({ path, models: next.config.models.length }, 'config reloaded');
     } catch (err) {
@@ -327,6 +339,8 @@ async function main(argv: string[]): Promise<void> {
       for (const line of describeCredentialLines(loaded.config.providers)) process.stdout.write(`  ${line}\n`);
       return;
     }
+    case 'teams':
+      return teamsCommand(sub, positionals[2], values);
     case 'keys':
       // An AmbiguousKeyError (a name shared by several keys) ends in fail() with its message, like any error.
       return keysCommand(sub, positionals[2], values);
@@ -441,6 +455,72 @@ function settingsFromFlags(values: KeyFlags): Partial<KeySettings> {
   return parsed.data;
 }
 
+/** The CLI as an audit actor: `<os user>@<host>`. */
+function cliActor(): AuditActor {
+  let user = process.env.USER ?? 'unknown';
+  try {
+    user = userInfo().username;
+  } catch {
+    // no passwd entry for the uid (a container): $USER, else unknown
+  }
+  return { type: 'cli', id: `${user}@${hostname()}` };
+}
+
+/** What the audit log keeps of a config: where it came from and its catalog's ids (never a provider's key). */
+function configSummary(loaded: LoadedConfig) {
+  return { source: loaded.source, providers: loaded.config.providers.map((p) => p.id), models: loaded.config.models.map((m) => m.id), alert_webhooks: loaded.config.alerts.webhooks.map((w) => w.id) };
+}
+
+/** `opinference teams create|list|delete`: the `/v1/teams` API's changes from the shell, audited as the CLI. */
+async function teamsCommand(sub: string | undefined, arg: string | undefined, values: KeyFlags): Promise<void> {
+  switch (sub) {
+    case 'create': {
+      const name = values.name ?? arg;
+      if (!name) fail('usage: opinference teams create --name NAME');
+      const s = settingsFromFlags(values);
+      const settings = teamSettingsSchema.parse({ limit: s.limit, limit_reset: s.limit_reset, rate_limit: s.rate_limit, allowed_models: s.allowed_models, retention: s.retention });
+      const team = await withDatabase(async (db) => {
+        const taken = (await listTeams(db)).find((t) => t.name === name);
+        if (taken) fail(`--name: a team is already named "${name}" (${taken.id})`);
+        return audited(db, cliActor(), async (trx) => {
+          const made = await createTeam(trx, name, settings);
+          return { result: made, change: { action: 'team.create', targetType: 'team', targetId: made.id, before: null, after: teamSnapshot(made) } };
+        });
+      });
+      process.stdout.write(`${team.id}\n`);
+      process.stderr.write(`created team ${team.id} (${team.name})\n`);
+      return;
+    }
+    case 'list': {
+      const [teams, members] = await withDatabase(async (db) => Promise.all([listTeams(db), keysByTeam(db)]));
+      if (teams.length === 0) process.stdout.write('no teams; create one with: opinference teams create --name NAME\n');
+      for (const t of teams) {
+        const s = t.settings;
+        const limits = [s.limit !== null ? `limit $${s.limit}/${s.limit_reset}` : 'no limit', s.rate_limit.requests_per_minute ? `${s.rate_limit.requests_per_minute} rpm` : '', s.rate_limit.tokens_per_minute ? `${s.rate_limit.tokens_per_minute} tpm` : ''].filter(Boolean).join(', ');
+        process.stdout.write(`${t.id}\t${t.name}\t${limits}\t${(members.get(t.id) ?? []).length} keys\n`);
+      }
+      return;
+    }
+    case 'delete': {
+      if (!arg) fail('usage: opinference teams delete ID_OR_NAME');
+      const deleted = await withDatabase(async (db) => {
+        const team = await resolveTeamRef(db, arg);
+        if (!team) return undefined;
+        return audited(db, cliActor(), async (trx) => {
+          const n = await deleteTeam(trx, team.id);
+          return { result: n === undefined ? undefined : { team, detached: n }, change: n === undefined ? undefined : { action: 'team.delete', targetType: 'team', targetId: team.id, before: { ...teamSnapshot(team), keys_detached: n }, after: null } };
+        });
+      });
+      if (!deleted) fail(`no team with id or name "${arg}"`);
+      process.stdout.write(`deleted team ${deleted.team.id} (${deleted.team.name}); ${deleted.detached} key(s) left without a team\n`);
+      await announceKeyChange();
+      return;
+    }
+    default:
+      fail('usage: opinference teams create|list|delete');
+  }
+}
+
 async function keysCommand(sub: string | undefined, arg: string | undefined, values: KeyFlags): Promise<void> {
   switch (sub) {
     case 'create': {
@@ -456,7 +536,10 @@ async function keysCommand(sub: string | undefined, arg: string | undefined, val
       const team = values.team;
       const { key, secret } = await withDatabase(async (db) => {
         const teamId = team === undefined ? null : ((await resolveTeamRef(db, team))?.id ?? fail(`--team: no team with id or name "${team}" (create it with POST /v1/teams)`));
-        return createKey(db, name, expiresAt, settings, teamId);
+        return audited(db, cliActor(), async (trx) => {
+          const made = await createKey(trx, name, expiresAt, settings, teamId);
+          return { result: made, change: { action: 'key.create', targetType: 'key', targetId: made.key.id, before: null, after: keySnapshot(made.key) } };
+        });
       });
       // stdout carries the secret alone (`K=$(opinference keys create --name x)`); the rest is for the operator.
       process.stderr.write(`created key ${key.id} (${key.name}); its secret is on stdout, shown once: store it now\n`);
@@ -476,7 +559,14 @@ async function keysCommand(sub: string | undefined, arg: string | undefined, val
     }
     case 'disable': {
       if (!arg) fail('usage: opinference keys disable ID_OR_NAME');
-      const n = await withDatabase((db) => disableKey(db, arg));
+      const n = await withDatabase(async (db) => {
+        const key = await resolveKeyRef(db, arg);
+        if (!key) return 0;
+        return audited(db, cliActor(), async (trx) => {
+          const after = await updateKey(trx, key.id, { disabled: true });
+          return { result: after ? 1 : 0, change: after && { action: 'key.disable', targetType: 'key', targetId: key.id, before: keySnapshot(key), after: keySnapshot(after) } };
+        });
+      });
       if (n === 0) fail(`no key with id or name "${arg}"`);
       process.stdout.write(`disabled ${n} key(s)\n`);
       await announceKeyChange();
@@ -486,7 +576,11 @@ async function keysCommand(sub: string | undefined, arg: string | undefined, val
       if (!arg) fail('usage: opinference keys delete ID_OR_NAME');
       const deleted = await withDatabase(async (db) => {
         const key = await resolveKeyRef(db, arg);
-        return key && (await deleteKey(db, key.id)) ? key : undefined;
+        if (!key) return undefined;
+        return audited(db, cliActor(), async (trx) => {
+          const ok = await deleteKey(trx, key.id);
+          return { result: ok ? key : undefined, change: ok ? { action: 'key.delete', targetType: 'key', targetId: key.id, before: keySnapshot(key), after: null } : undefined };
+        });
       });
       if (!deleted) fail(`no key with id or name "${arg}"`);
       process.stdout.write(`deleted key ${deleted.id} (${deleted.name})\n`);

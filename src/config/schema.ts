@@ -1,3 +1,4 @@
+import { alertsSchema, auditSchema } from './alerts-schema.js';
 import { z } from 'zod';
 import { PROVIDER_CONFIG_SCHEMAS } from '../providers/config-schemas.js';
 import { apiKeysSchema } from './credentials-schema.js';
@@ -412,6 +413,10 @@ export const configSchema = z
     mcp_tool_loop: mcpToolLoopSchema.default({}),
     /** The dashboard's single sign-on (dashboard-schema.ts, docs/governance.md). */
     dashboard: dashboardSchema.default({}),
+    /** The audit log's retention (alerts-schema.ts, docs/governance.md#audit-log). */
+    audit: auditSchema.default({}),
+    /** Alert webhooks and when alerts fire (alerts-schema.ts, docs/governance.md#alerts). */
+    alerts: alertsSchema.default({}),
   })
   .strict();
 

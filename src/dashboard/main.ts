@@ -1,6 +1,7 @@
 // The dashboard shell: sign-in with a key, navigation, hash routes.
 import { ApiError, get, request, session, setAuthLostHandler, sso, ssoLogout, ssoState, type KeyInfo, type SsoUser } from './api';
 import { h, replace } from './dom';
+import { auditPage } from './pages/audit';
 import { generationPage } from './pages/generation';
 import { keysPage } from './pages/keys';
 import { mcpPage } from './pages/mcp';
@@ -39,6 +40,8 @@ function resolve(hash: string): { route: Route; rest: string[]; params: URLSearc
       return { route: { page: catalogPage, nav: 'catalog' }, rest, params };
     case 'mcp':
       return { route: { page: mcpPage, nav: 'mcp' }, rest, params };
+    case 'audit':
+      return { route: { page: auditPage, nav: 'audit' }, rest, params };
     default:
       return null;
   }
@@ -188,7 +191,7 @@ function showApp(): void {
       'header',
       { class: 'topbar' },
       h('a', { class: 'brand', href: '#/usage' }, h('span', { class: 'brand-mark', 'aria-hidden': 'true' }), 'opinference'),
-      h('nav', { class: 'nav', 'aria-label': 'Pages' }, navItem('usage', 'Usage'), navItem('requests', 'Requests'), navItem('models', 'Models'), navItem('mcp', 'MCP'), navItem('keys', admin || me.sso ? 'Keys' : 'My key'), admin ? navItem('catalog', 'Catalog') : null),
+      h('nav', { class: 'nav', 'aria-label': 'Pages' }, navItem('usage', 'Usage'), navItem('requests', 'Requests'), navItem('models', 'Models'), navItem('mcp', 'MCP'), navItem('keys', admin || me.sso ? 'Keys' : 'My key'), admin ? navItem('catalog', 'Catalog') : null, admin ? navItem('audit', 'Audit') : null),
       h(
         'div',
         { class: 'who' },

@@ -145,6 +145,8 @@ export class HealthRegistry {
   readonly credentials: CredentialCooldowns;
   /** Called with every local outcome (set by health sharing; must be cheap: it runs on the request path). */
   onEvent: ((e: HealthEvent) => void) | undefined;
+  /** Called when this process's breaker of an endpoint opens or closes (alerts; must be cheap). */
+  onCircuit: ((endpoint: string, state: 'open' | 'closed') => void) | undefined;
 
   constructor(
     public settings: HealthSettings,
@@ -197,9 +199,11 @@ export class HealthRegistry {
   /** An attempt succeeded. `outputTokens` over `durationMs` gives throughput. */
   recordSuccess(id: string, m: { latencyMs: number; ttftMs: number | null; outputTokens: number | null }): void {
     const h = this.get(id);
+    const wasOpen = h.state !== 'closed';
     h.state = 'closed';
     h.consecutiveFailures = 0;
     h.probeInFlight = false;
+    if (wasOpen) this.onCircuit?.(id, 'closed');
     const genMs = m.ttftMs !== null ? m.latencyMs - m.ttftMs : m.latencyMs;
     const tps = m.outputTokens !== null && m.outputTokens > 1 && genMs > 0 ? (m.outputTokens * 1000) / genMs : null;
     this.push(h, { at: this.now(), ok: true, latencyMs: m.latencyMs, ttftMs: m.ttftMs, tokensPerSecond: tps });
@@ -229,6 +233,7 @@ export class HealthRegistry {
         h.openedAt = now;
       }
       this.push(h, { at: now, ok: false, latencyMs: m.latencyMs, ttftMs: null, tokensPerSecond: null });
+      if (opened) this.onCircuit?.(id, 'open');
     }
     if (this.onEvent) {
       const cooling = h.cooldownUntil > now;

@@ -4,6 +4,7 @@ import { GatewayError } from '../errors/gateway-error.js';
 import type { GatewayRuntime } from '../pipeline/state/runtime.js';
 import { newRequestId } from '../util/ids.js';
 import { buildRuntime, type GatewayOptions } from './build-runtime.js';
+import type { AlertDispatcher } from '../alerts/alert-dispatcher.js';
 import { clientErrorHandler, clientTimeoutOptions } from './client-limits.js';
 import { ConnectionDrain } from './connection-drain.js';
 import { registerRoutes } from './register-routes.js';
@@ -30,6 +31,8 @@ export interface Gateway {
   close(): Promise<void>;
   /** Every registered route with its access level (public, key, metrics). */
   routes(): RegisteredRoute[];
+  /** Alerts (src/alerts/): tests wait on `idle()`. */
+  alerts: AlertDispatcher;
 }
 
 /**
@@ -73,11 +76,12 @@ export function buildGateway(options: GatewayOptions): Gateway {
   // The providers and models stored through the catalog API, in force before the first request.
   app.addHook('onReady', () => built.catalog.start());
   const rt = () => runtime;
-  const routes = registerRoutes(app, { rt, db: options.db, keys: built.keys, catalog: built.catalog, telemetry: options.telemetry, sso });
+  const routes = registerRoutes(app, { rt, db: options.db, keys: built.keys, catalog: built.catalog, alerts: built.alerts, telemetry: options.telemetry, sso });
 
   return {
     app,
     routes,
+    alerts: built.alerts,
     runtime: rt,
     reload: (loaded) => built.reload(loaded),
     fileConfig: () => built.catalog.fileConfig(),

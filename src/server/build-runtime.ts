@@ -29,6 +29,10 @@ import { McpGateway } from '../mcp/mcp-gateway.js';
 import type { SecretBox } from '../util/secret-box.js';
 import { McpCallWriter } from '../store/mcp-call-writer.js';
 import { mcpCallObserver } from './mcp-call-observer.js';
+import { AlertDispatcher } from '../alerts/alert-dispatcher.js';
+import { loadCreditSpent } from '../pipeline/stages/admit.js';
+import { generationEnd, type GenerationEndEvent } from '../pipeline/state/events.js';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { KeyResolver } from './auth.js';
 import { CatalogSync } from './catalog-sync.js';
 
@@ -73,6 +77,8 @@ export interface BuiltRuntime {
   redis: RedisConnection | undefined;
   /** Client keys, with change notices shared through Redis when there is one. */
   keys: KeyResolver;
+  /** Alerts: events recorded once across the fleet, delivered to webhooks. */
+  alerts: AlertDispatcher;
   /**
    * A new validated config file: merged with the stored catalog entries (catalog-sync.ts), then
    * in force (catalog, health settings, record settings, new pools).
@@ -98,6 +104,22 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
   const redis = options.redisUrl ? new RedisConnection(options.redisUrl, { commandTimeoutMs: config.redis.command_timeout_ms, connectTimeoutMs: config.redis.connect_timeout_ms }, log, options.redisPrefix) : undefined;
   const observePoolWait = (provider: string, ms: number) => runtime.metrics.poolWait.observe({ provider }, ms / 1000);
   const cacheBounds = { maxEntryBytes: config.cache.max_entry_bytes, maxTotalBytes: config.cache.max_total_bytes };
+  // Alerts: a credit limit's spend is the limit store's (exact across replicas with Redis);
+  // without Redis each process's store knows only its own settlements, so the records count too.
+  const alerts = new AlertDispatcher({
+    db,
+    config: () => runtime.config.alerts,
+    log,
+    recordsProblem: () => runtime.writer.problem,
+    spent: async (c) => {
+      const credit = { level: c.level, id: c.id, limitPico: c.limitPico, periodStart: c.periodStart };
+      const load = () => loadCreditSpent(runtime, credit);
+      const own = await runtime.limits.spent(c.id, c.periodStart, load);
+      if (redis) return own;
+      const written = await load();
+      return written > own ? written : own;
+    },
+  });
   const runtime: GatewayRuntime = {
     config,
     catalog: buildCatalog(config),
@@ -120,7 +142,19 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
     loadEndUserSpent: (keyId, endUser, periodStart) => loadEndUserSpentSince(db, keyId, endUser, periodStart),
     mcp: new McpGateway(config.mcp_servers, { warn: (message) => log.warn(message), observer: mcpCallObserver(() => runtime) }),
     mcpCalls: new McpCallWriter(db, log, config.records.flush_interval_ms),
+    alerts,
   };
+  runtime.health.onCircuit = (endpoint, state) => alerts.breaker(endpoint, state);
+  // A model's error rate (alerts.error_rate): each generation of this gateway that a catalog model served, off its end event.
+  const onGenerationEnd = (message: unknown) => {
+    const { draft, metrics } = message as GenerationEndEvent;
+    if (metrics !== runtime.metrics || draft.status === 'cancelled' || runtime.config.alerts.error_rate === null) return;
+    // The model that served it, or that its last attempt tried (a failure has no served model).
+    const model = draft.servedModel ?? draft.attempts[draft.attempts.length - 1]?.model;
+    if (model !== undefined) alerts.noteOutcome(model, draft.status === 'error' && draft.httpStatus >= 500);
+  };
+  subscribe(generationEnd.name as string, onGenerationEnd);
+  alerts.start();
   runtime.writer.configure(config.records);
   runtime.shutdown.signal.addEventListener('abort', () => runtime.upstreamCalls.abortAll(new Error('the gateway is shutting down')), { once: true });
   runtime.metrics.observeWriter(runtime.writer);
@@ -131,7 +165,7 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
   // A key's allowed_tools may have changed: MCP sessions are told to list their tools again.
   keys.onKeysChanged(() => runtime.mcp.keysChanged());
   const healthSharing = redis ? new RedisHealthSharing(redis, runtime.health, log) : localHealth;
-  const stopPurge = options.purgeIntervalMs === 0 ? async () => {} : startRetentionPurge(db, log, options.purgeIntervalMs ?? 3_600_000, fleetLease(db, 'retention-purge'));
+  const stopPurge = options.purgeIntervalMs === 0 ? async () => {} : startRetentionPurge(db, log, options.purgeIntervalMs ?? 3_600_000, fleetLease(db, 'retention-purge'), () => ({ auditDays: runtime.config.audit.retention_days, alertDays: runtime.config.alerts.retention_days }));
 
   /** Put a validated (merged) config in force: catalog, health settings, record settings, new pools. */
   const apply = (loaded: LoadedConfig) => {
@@ -158,12 +192,15 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
     redis,
     keys,
     catalog,
+    alerts,
     reload: (loaded) => catalog.setFile(loaded),
     async stopBackground() {
       catalog.stop();
       // Before the server closes: MCP sessions hold open GET streams (and stdio children).
       await runtime.mcp.close();
       await stopPurge();
+      unsubscribe(generationEnd.name as string, onGenerationEnd);
+      await alerts.close();
       healthSharing.close();
     },
     async close() {

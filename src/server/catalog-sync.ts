@@ -1,8 +1,9 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
-import { apiEntryRefusals, entryIssuePath, keepOmittedSecrets, mapSecrets, mergeCatalog, type OverlayEntry } from '../config/catalog-overlay.js';
+import { apiEntryRefusals, entryIssuePath, keepOmittedSecrets, mapSecrets, mergeCatalog, redactSecrets, type OverlayEntry } from '../config/catalog-overlay.js';
 import { ConfigError, parseConfigWithWarnings, type LoadedConfig } from '../config/load.js';
 import { GatewayError } from '../errors/gateway-error.js';
+import { audited, type AuditActor } from '../store/audit-log.js';
 import { catalogRevision, loadCatalogSnapshot, writeCatalogChange, type CatalogEntryKind, type CatalogSnapshot, type StoredCatalogEntry } from '../store/catalog-entries.js';
 import { gatewayErrorOf } from '../store/database.js';
 import type { KeyChangeNotifier } from '../store/key-change-notifier.js';
@@ -135,13 +136,13 @@ export class CatalogSync {
    * `invalid_catalog_entry` (400, every issue in `metadata.issues`), `catalog_secret_key_missing`,
    * `catalog_conflict` (409: other changes kept coming), `database_unavailable`.
    */
-  change(req: CatalogRequest, actor: string): Promise<StoredCatalogEntry | undefined> {
+  change(req: CatalogRequest, actor: AuditActor): Promise<StoredCatalogEntry | undefined> {
     const run = this.writes.then(() => this.changeNow(req, actor));
     this.writes = run.catch(() => {});
     return run;
   }
 
-  private async changeNow(req: CatalogRequest, actor: string): Promise<StoredCatalogEntry | undefined> {
+  private async changeNow(req: CatalogRequest, actor: AuditActor): Promise<StoredCatalogEntry | undefined> {
     const list = req.kind === 'provider' ? this.file.config.providers : this.file.config.models;
     if (list.some((e) => e.id === req.id)) throw new GatewayError('catalog_entry_read_only', `${req.kind} ${JSON.stringify(req.id)} comes from the config file and is read-only here; change it in the file`, { param: 'id' });
     for (let attempt = 0; attempt < 5; attempt++) {
@@ -163,13 +164,19 @@ export class CatalogSync {
         const entry = req.kind === 'provider' ? keepOmittedSecrets(req.entry, stored?.entry) : { ...req.entry };
         delete entry.id;
         const now = Date.now();
-        written = { kind: req.kind, id: req.id, entry: this.seal(entry), createdAt: stored?.createdAt ?? now, updatedAt: now, updatedBy: actor };
+        written = { kind: req.kind, id: req.id, entry: this.seal(entry), createdAt: stored?.createdAt ?? now, updatedAt: now, updatedBy: actor.id };
         next = stored ? snap.entries.map((e) => (e === stored ? written! : e)) : [...snap.entries, written];
       }
       this.merge(this.file, next, { kind: req.kind, id: req.id });
       let revision: number | 'conflict';
       try {
-        revision = await writeCatalogChange(this.o.db, req.op === 'delete' ? req : { op: 'put', kind: req.kind, id: req.id, entry: written!.entry }, snap.revision, actor);
+        // The change and its audit row (secrets redacted) commit together.
+        const action = `catalog_${req.kind}.${req.op === 'delete' ? 'delete' : stored ? 'update' : 'create'}`;
+        revision = await audited(this.o.db, actor, async (trx) => {
+          const rev = await writeCatalogChange(trx, req.op === 'delete' ? req : { op: 'put', kind: req.kind, id: req.id, entry: written!.entry }, snap.revision, actor.id);
+          const change = { action, targetType: `catalog_${req.kind}`, targetId: req.id, before: stored ? redactSecrets(stored.entry) : null, after: written ? redactSecrets(written.entry) : null };
+          return { result: rev, change: rev === 'conflict' ? undefined : change };
+        });
       } catch (err) {
         throw gatewayErrorOf(err);
       }
@@ -178,7 +185,7 @@ export class CatalogSync {
       this.snapshot = { revision, entries: next };
       this.o.apply(merged);
       this.o.changes.notify();
-      this.o.log.info({ op: req.op, kind: req.kind, id: req.id, revision, actor }, 'catalog: changed through the API');
+      this.o.log.info({ op: req.op, kind: req.kind, id: req.id, revision, actor: actor.id }, 'catalog: changed through the API');
       return written;
     }
     throw new GatewayError('catalog_conflict', 'the catalog kept changing while this change was validated; retry');

@@ -15,6 +15,9 @@ import { trackOwnedPaths } from './method-not-allowed.js';
 import { installRouteAuth, type RegisteredRoute } from './route-auth.js';
 import { registerApiRoutes } from './routes/api-routes.js';
 import { registerAuthRoutes } from './routes/auth.js';
+import { registerAuditRoutes } from './routes/audit.js';
+import { registerAlertRoutes } from './routes/alerts.js';
+import type { AlertDispatcher } from '../alerts/alert-dispatcher.js';
 import { registerDashboard } from './routes/dashboard.js';
 import { registerGenerationRoutes } from './routes/generation.js';
 import { registerHealthRoute } from './routes/health.js';
@@ -75,6 +78,7 @@ export interface RouteDeps {
   keys: KeyResolver;
   /** The providers and models entered through the catalog API. */
   catalog: CatalogSync;
+  alerts: AlertDispatcher;
   telemetry?: Telemetry | undefined;
   /** Single sign-on (`dashboard.oidc`), when configured. */
   sso?: Sso | undefined;
@@ -149,6 +153,8 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): () => Reg
   registerKeyRoutes(app, rt, db, keys);
   registerTeamRoutes(app, rt, db, keys);
   registerCatalogRoutes(app, () => deps.catalog);
+  registerAuditRoutes(app, db);
+  registerAlertRoutes(app, rt, db, deps.alerts);
   registerMcpRoutes(app, rt);
   registerAuthRoutes(app, sso, db);
   registerMcpCallRoutes(app, rt, db);

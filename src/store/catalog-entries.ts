@@ -46,11 +46,12 @@ export type CatalogChange = { op: 'put'; kind: CatalogEntryKind; id: string; ent
 /**
  * Apply `change` if the catalog is still at `expectedRevision` (optimistic concurrency: two
  * replicas validating against the same revision cannot both write), in one transaction with
- * the revision's increment.
+ * the revision's increment (`db` may be a transaction already: then in that one).
  * @returns the new revision, or `'conflict'` when another change came first (re-read, re-validate, retry).
  */
 export async function writeCatalogChange(db: Kysely<Database>, change: CatalogChange, expectedRevision: number, actor: string | null, now = Date.now()): Promise<number | 'conflict'> {
-  return db.transaction().execute(async (trx) => {
+  // In a transaction of the caller's (the audit row's, store/audit-log.ts `audited`) or one of its own.
+  const run = async (trx: Kysely<Database>): Promise<number | 'conflict'> => {
     const bumped = await trx
       .updateTable('catalog_revision')
       .set({ revision: expectedRevision + 1 })
@@ -66,5 +67,6 @@ export async function writeCatalogChange(db: Kysely<Database>, change: CatalogCh
       if (Number(updated.numUpdatedRows) === 0) await trx.insertInto('catalog_entries').values({ kind: change.kind, id: change.id, entry, created_at: now, updated_at: now, updated_by: actor }).execute();
     }
     return expectedRevision + 1;
-  });
+  };
+  return db.isTransaction ? run(db) : db.transaction().execute(run);
 }

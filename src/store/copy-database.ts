@@ -22,6 +22,11 @@ export const COPY_TABLES = [
   { table: 'stored_responses', key: ['id'] },
   { table: 'mcp_tool_calls', key: ['id'] },
   { table: 'catalog_entries', key: ['kind', 'id'] },
+  { table: 'audit_log', key: ['id'] },
+  { table: 'alert_webhooks', key: ['id'] },
+  { table: 'alert_events', key: ['id'] },
+  { table: 'alert_deliveries', key: ['id'] },
+  { table: 'alert_state', key: ['subject'] },
 ] as const satisfies readonly { table: keyof Database; key: readonly string[] }[];
 
 type CopyTable = (typeof COPY_TABLES)[number]['table'];

@@ -3,6 +3,8 @@ import type { Database } from './schema.js';
 import { purgeExpiredResponses } from './stored-responses.js';
 import { purgeExpiredMcpCallText } from './mcp-calls.js';
 import type { FleetLease } from './fleet-lease.js';
+import { purgeExpiredAudit } from './audit-log.js';
+import { purgeExpiredAlerts } from './alerts.js';
 
 /** Minimal logger shape (pino-compatible). */
 export interface PurgeLogger {
@@ -49,9 +51,16 @@ export const PURGE_RETRY_MIN_MS = 1_000;
 /** Longest delay between retries of a failing purge, in ms (or the interval, when shorter). */
 export const PURGE_RETRY_MAX_MS = 300_000;
 
+/** Retention of the audit log and of alert events and deliveries, in days (config `audit.retention_days`, `alerts.retention_days`). */
+export interface LogRetention {
+  auditDays: number;
+  alertDays: number;
+}
+
 /**
  * Run {@link purgeExpiredContent}, {@link purgeExpiredResponses} (stored Responses API
- * objects) and {@link purgeExpiredMcpCallText} (MCP tool-call records' arguments and results) now and every `intervalMs` (the timer does not keep the process alive; runs never
+ * objects), {@link purgeExpiredMcpCallText} (MCP tool-call records' arguments and results) and, with `retention` (read at each run, so a reload applies), the audit log's and
+ * the alerts' own retention ({@link purgeExpiredAudit}, {@link purgeExpiredAlerts}) now and every `intervalMs` (the timer does not keep the process alive; runs never
  * overlap). With a `lease`, only the process holding it runs the purge, so replicas sharing a
  * database purge once, not once each. Counts are logged; failures are logged, never thrown: a
  * run that failed (the database unreachable, the lease's connection lost) is tried again after
@@ -59,7 +68,7 @@ export const PURGE_RETRY_MAX_MS = 300_000;
  * asking for the lease again each time.
  * @returns a function that stops the timer and gives the lease up.
  */
-export function startRetentionPurge(db: Kysely<Database>, log: PurgeLogger, intervalMs: number, lease?: FleetLease): () => Promise<void> {
+export function startRetentionPurge(db: Kysely<Database>, log: PurgeLogger, intervalMs: number, lease?: FleetLease, retention?: () => LogRetention): () => Promise<void> {
   let running = false;
   let stopped = false;
   let retryDelay = PURGE_RETRY_MIN_MS;
@@ -83,8 +92,11 @@ export function startRetentionPurge(db: Kysely<Database>, log: PurgeLogger, inte
       const purged = await purgeExpiredContent(db, started);
       const responses = await purgeExpiredResponses(db, started);
       const mcpCalls = await purgeExpiredMcpCallText(db, started);
+      const keep = retention?.();
+      const audit = keep ? await purgeExpiredAudit(db, keep.auditDays, started) : 0;
+      const alerts = keep ? await purgeExpiredAlerts(db, keep.alertDays, started) : 0;
       retryDelay = PURGE_RETRY_MIN_MS;
-      if (!stopped) log.info({ purged, responses, mcpCalls, ms: Date.now() - started }, 'retention purge');
+      if (!stopped) log.info({ purged, responses, mcpCalls, audit, alerts, ms: Date.now() - started }, 'retention purge');
     } catch (err) {
       if (!stopped) log.error({ err, retryInMs: Math.min(retryDelay, intervalMs) }, 'retention purge failed; it runs again later');
       retryLater();

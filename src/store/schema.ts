@@ -190,6 +190,11 @@ export interface Database {
   catalog_entries: CatalogEntriesTable;
   catalog_revision: { id: number; revision: number };
   mcp_tool_calls: McpToolCallsTable;
+  audit_log: AuditLogTable;
+  alert_webhooks: AlertWebhooksTable;
+  alert_events: AlertEventsTable;
+  alert_deliveries: AlertDeliveriesTable;
+  alert_state: AlertStateTable;
 }
 
 /**
@@ -240,6 +245,75 @@ export interface McpToolCallsTable {
   arguments: string | null;
   /** JSON of the result, or null under retention `none` (and once purged). */
   result: string | null;
+}
+
+/** One admin change (store/audit-log.ts): append-only. Times in ms since the epoch; before/after JSON without secrets. */
+export interface AuditLogTable {
+  /** `aud_…`, sorting by time. */
+  id: string;
+  created_at: number;
+  /** `admin_key`, `key`, `cli` or `system`. */
+  actor_type: string;
+  /** The admin key (`admin`), the key's id, `<os user>@<host>` for the CLI, or what acted (`SIGHUP`). */
+  actor_id: string;
+  /** `key.create`, `key.update`, `key.disable`, `key.delete`, `team.create`, …, `config.reload`, `alert_webhook.create`, … */
+  action: string;
+  target_type: string;
+  target_id: string | null;
+  before: string | null;
+  after: string | null;
+  request_id: string | null;
+  source_ip: string | null;
+}
+
+/** An alert webhook made through `POST /v1/alerts/webhooks` (config ones live in the config file). */
+export interface AlertWebhooksTable {
+  /** `whk_…` */
+  id: string;
+  url: string;
+  /** `json` or `slack`. */
+  format: string;
+  /** The environment variable holding the HMAC secret (the secret itself is never stored). */
+  secret_env: string | null;
+  /** JSON array of event types (empty = all). */
+  events: string;
+  created_at: number;
+}
+
+/** An alert event: one row per `dedupe_key` across every process sharing the database. */
+export interface AlertEventsTable {
+  id: string;
+  dedupe_key: string;
+  type: string;
+  created_at: number;
+  /** JSON: the event's `data`. */
+  data: string;
+}
+
+/** One event sent to one webhook: its attempts and outcome. */
+export interface AlertDeliveriesTable {
+  id: string;
+  event_id: string;
+  webhook_id: string;
+  url: string;
+  /** `pending`, `delivered` or `failed`. */
+  status: string;
+  attempts: number;
+  next_attempt_at: number;
+  /** The process sending it holds the row until then (ms); 0 = free. */
+  claimed_until: number;
+  last_status: number | null;
+  last_error: string | null;
+  created_at: number;
+  delivered_at: number | null;
+}
+
+/** The fleet-wide state of a watched subject (`breaker:<endpoint>`), changed by compare-and-set. */
+export interface AlertStateTable {
+  subject: string;
+  state: string;
+  version: number;
+  updated_at: number;
 }
 
 /** One cached answer of the exact response cache (src/cache/). Times in ms since the epoch. */

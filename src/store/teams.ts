@@ -84,15 +84,17 @@ export async function updateTeam(db: Kysely<Database>, id: string, update: { nam
 }
 
 /**
- * Delete a team; its keys stay, without a team (in one transaction).
+ * Delete a team; its keys stay, without a team (in one transaction, or the caller's).
  * @returns the number of keys taken out of the team, or undefined when no team has that id.
  */
 export async function deleteTeam(db: Kysely<Database>, id: string): Promise<number | undefined> {
-  return db.transaction().execute(async (trx) => {
+  const run = async (trx: Kysely<Database>) => {
     const detached = await trx.updateTable('api_keys').set({ team_id: null }).where('team_id', '=', id).executeTakeFirst();
     const res = await trx.deleteFrom('teams').where('id', '=', id).executeTakeFirst();
     return Number(res.numDeletedRows) > 0 ? Number(detached.numUpdatedRows) : undefined;
-  });
+  };
+  // Inside the caller's transaction (the audit log's) when it is one: Kysely transactions do not nest.
+  return db.isTransaction ? run(db) : db.transaction().execute(run);
 }
 
 /** Ids of the keys of each team (`team_id` → key ids); keys without a team are left out. */

@@ -23,6 +23,8 @@ export interface TestGateway {
   adminKey: string;
   gateway: Gateway;
   store: OpenDatabase;
+  /** The URL of its database (for another process, such as the CLI: `OP_DATABASE_URL`). */
+  databaseUrl: string;
   /** Create a client key; returns its secret and id. */
   createKey(name?: string): Promise<{ secret: string; id: string }>;
   /** Flush queued generation records to the database. */
@@ -90,6 +92,7 @@ export async function startGateway(config: unknown = {}, options: { random?: () 
     adminKey,
     gateway,
     store,
+    databaseUrl: database.url,
     async createKey(name = 'test') {
       const { key, secret } = await createKey(store.db, name);
       return { secret, id: key.id };

@@ -138,6 +138,13 @@ describe('the catalog API on one gateway', () => {
     const list = await admin('GET', '/catalog');
     assert.deepEqual(list.body.models.map((x: Json) => [x.id, x.source, x.updated_by]), [['test/model', 'file', undefined], ['team/stored', 'database', 'admin']]);
     assert.ok(!JSON.stringify(list.body).includes('sk-stored-secret'));
+    // Each change is an audit row, its secrets left out (issue 23 item 4).
+    const audit = await admin('GET', '/audit?target=catalog_provider:extra');
+    assert.equal(audit.status, 200, JSON.stringify(audit.body));
+    assert.deepEqual(audit.body.data.map((r: Json) => [r.action, r.actor.type, r.actor.id]), [['catalog_provider.update', 'admin_key', 'admin'], ['catalog_provider.create', 'admin_key', 'admin']]);
+    assert.equal(audit.body.data[0].after.base_url, `${second.url}/`);
+    assert.equal(audit.body.data[1].before, null);
+    assert.ok(!JSON.stringify(audit.body).includes('sk-stored-secret') && !JSON.stringify(audit.body).includes('opsec1:'), JSON.stringify(audit.body));
   });
 
   test('an entry that does not validate is refused with every issue, said from the entry; nothing is stored', async () => {

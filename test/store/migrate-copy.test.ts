@@ -72,7 +72,7 @@ async function dump(db: Kysely<Database>): Promise<Record<string, string[]>> {
   const out: Record<string, string[]> = {};
   for (const { table, key } of COPY_TABLES) {
     let q = db.selectFrom(table as 'generations').selectAll();
-    if (table !== 'api_keys' && table !== 'teams' && table !== 'stored_responses' && !table.startsWith('usage_daily_session') && table !== 'generation_tags' && table !== 'mcp_tool_calls' && table !== 'catalog_entries') q = q.select(sql<string>`cast(cost_pico as text)`.as('cost_pico'));
+    if (['generations', 'usage_hourly', 'usage_hourly_tags', 'usage_daily', 'usage_daily_tags'].includes(table)) q = q.select(sql<string>`cast(cost_pico as text)`.as('cost_pico'));
     for (const c of key) q = q.orderBy(sql.ref(c));
     out[table] = (await q.execute()).map((r) => JSON.stringify(r));
   }

@@ -323,6 +323,7 @@ async function settleQuietly(rt: GatewayRuntime, holds: readonly CreditHold[], a
   for (const h of holds) {
     try {
       await rt.limits.settle(h.credit.id, h.credit.periodStart, h.reserved, actual, h.token);
+      if (actual > 0n) rt.alerts.noteSpend(h.credit);
     } catch (err) {
       rt.log.error({ err: (err as Error).message, level: h.credit.level, id: h.credit.id }, 'could not settle a credit reservation');
     }

@@ -15,6 +15,7 @@ import type { GenerationWriter } from '../../store/generation-writer.js';
 import type { StoredResponseStore } from '../../store/stored-responses.js';
 import type { McpGateway } from '../../mcp/mcp-gateway.js';
 import type { McpCallWriter } from '../../store/mcp-call-writer.js';
+import type { AlertSink } from '../../alerts/alert-dispatcher.js';
 
 /** What the pipeline logs through: pino's level methods (no Fastify type below server/). */
 export interface GatewayLog {
@@ -61,6 +62,8 @@ export interface GatewayRuntime {
   mcp: McpGateway;
   /** The MCP tool-call records (`mcp_tool_calls`), written off the call path (server/mcp-call-observer.ts queues them). */
   mcpCalls: McpCallWriter;
+  /** Alerts (src/alerts/): settled credit limits are noted here, off the request path. */
+  alerts: AlertSink;
 }
 
 /** The adapter of a provider, cached per provider id. */

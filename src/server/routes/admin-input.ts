@@ -6,6 +6,7 @@ import { GatewayError } from '../../errors/gateway-error.js';
 import { usdToPico } from '../../limits/credit.js';
 import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
 import { unknownModelIds } from '../../routing/catalog.js';
+import type { AuditActor } from '../../store/audit-log.js';
 
 /**
  * Input of the admin APIs (`/v1/keys`, `/v1/teams`): the same field types, validation errors
@@ -63,4 +64,15 @@ export function checkAllowedModels(rt: GatewayRuntime, ids: readonly string[] | 
 /** @throws GatewayError `admin_key_required` (403) unless the request carries the admin key. */
 export function requireAdmin(req: FastifyRequest, what = 'key management'): void {
   if (!req.apiKey.isAdmin) throw new GatewayError('admin_key_required', `${what} needs the admin key (OP_ADMIN_KEY)`);
+}
+
+/**
+ * Who an admin request acts as, for the audit log: a user signed in by single sign-on (their
+ * e-mail, else the provider's subject), else the admin key or a client key; with the request's
+ * id and client address.
+ */
+export function actorOf(req: FastifyRequest): AuditActor {
+  const user = req.ssoSession;
+  if (user) return { type: 'user', id: user.email ?? user.sub, requestId: String(req.id), sourceIp: req.ip };
+  return { type: req.apiKey.isAdmin ? 'admin_key' : 'key', id: req.apiKey.id, requestId: String(req.id), sourceIp: req.ip };
 }

@@ -3,7 +3,7 @@ import { redactSecrets } from '../../config/catalog-overlay.js';
 import { GatewayError } from '../../errors/gateway-error.js';
 import type { CatalogEntryKind, StoredCatalogEntry } from '../../store/catalog-entries.js';
 import type { CatalogSync } from '../catalog-sync.js';
-import { requireAdmin } from './admin-input.js';
+import { actorOf, requireAdmin } from './admin-input.js';
 
 type Loose = Record<string, unknown>;
 
@@ -36,8 +36,6 @@ function stored(e: StoredCatalogEntry, shadowed: boolean): CatalogEntryObject {
   };
 }
 
-/** Who made a change, for the entry's `updated_by` and the log: `admin` for the admin key, else the key's id. */
-const actorOf = (req: FastifyRequest) => (req.apiKey.isAdmin ? 'admin' : req.apiKey.id);
 
 /** The body of a `PUT`: one config-file entry (an object; its `id`, when present, must be the path's). */
 function entryBody(req: FastifyRequest, id: string): Loose {

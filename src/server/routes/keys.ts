@@ -9,10 +9,11 @@ import { periodStart } from '../../limits/limit-store.js';
 import { keySettingsSchema, type KeySettings } from '../../store/key-settings.js';
 import { createKey, deleteKey, getKey, listKeys, updateKey, type ApiKey } from '../../store/keys.js';
 import type { Database } from '../../store/schema.js';
+import { audited, keySnapshot } from '../../store/audit-log.js';
 import { resolveTeamRef } from '../../store/teams.js';
 import type { KeyResolver } from '../auth.js';
 import { keyInScope, keyScope, type TeamScope } from '../sso/roles.js';
-import { checkAllowedModels, limitReset, parseBody, rateLimit, retention, toUsdString, usd } from './admin-input.js';
+import { actorOf, checkAllowedModels, limitReset, parseBody, rateLimit, retention, toUsdString, usd } from './admin-input.js';
 
 /** Body of `POST /v1/keys` and `PATCH /v1/keys/{id}` (OpenRouter field names where they exist). */
 const keyBody = z
@@ -227,16 +228,24 @@ export function registerKeyRoutes(app: FastifyInstance, rt: () => GatewayRuntime
     const settings = mergeSettings(keySettingsSchema.parse({}), body);
     const expires = body.expires_at ? Date.parse(body.expires_at) : null;
     const teamId = scope === null ? await teamOf(db, body.team) : await managedTeamOf(db, scope, body.team);
-    const { key, secret } = await createKey(db, body.name, expires, settings, teamId ?? null);
+    // The key and its audit row commit together.
+    const { created, secret } = await audited(db, actorOf(req), async (trx) => {
+      const made = await createKey(trx, body.name, expires, settings, teamId ?? null);
+      const key = body.disabled ? ((await updateKey(trx, made.key.id, { disabled: true })) ?? made.key) : made.key;
+      return { result: { created: key, secret: made.secret }, change: { action: 'key.create', targetType: 'key', targetId: key.id, before: null, after: keySnapshot(key) } };
+    });
     // The secret is shown only in this answer: a key whose answer cannot be sent is removed
     // again, and the answer needs nothing that can fail (no limit store: a new key spent nothing).
     try {
-      const created = body.disabled ? ((await updateKey(db, key.id, { disabled: true })) ?? key) : key;
       const data = await keyObject(rt(), created, true);
       reply.code(201);
       return { data, key: secret };
     } catch (err) {
-      await deleteKey(db, key.id).catch(() => {});
+      // Removed with its audit row, so the log does not show a key that never was usable as alive.
+      await audited(db, actorOf(req), async (trx) => {
+        const ok = await deleteKey(trx, created.id);
+        return { result: ok, change: ok ? { action: 'key.delete', targetType: 'key', targetId: created.id, before: keySnapshot(created), after: null } : undefined };
+      }).catch(() => {});
       throw err;
     }
   });
@@ -260,12 +269,15 @@ export function registerKeyRoutes(app: FastifyInstance, rt: () => GatewayRuntime
     const body = parseBody(keyBody.partial(), req.body);
     checkAllowedModels(rt(), body.allowed_models);
     const teamId = scope === null || body.team === undefined ? await teamOf(db, body.team) : await managedTeamOf(db, scope, body.team);
-    const updated = await updateKey(db, current.id, {
-      teamId,
-      name: body.name,
-      disabled: body.disabled,
-      expiresAt: body.expires_at === undefined ? undefined : body.expires_at === null ? null : Date.parse(body.expires_at),
-      settings: mergeSettings(current.settings, body),
+    const updated = await audited(db, actorOf(req), async (trx) => {
+      const after = await updateKey(trx, current.id, {
+        teamId,
+        name: body.name,
+        disabled: body.disabled,
+        expiresAt: body.expires_at === undefined ? undefined : body.expires_at === null ? null : Date.parse(body.expires_at),
+        settings: mergeSettings(current.settings, body),
+      });
+      return { result: after, change: after && { action: 'key.update', targetType: 'key', targetId: current.id, before: keySnapshot(current), after: keySnapshot(after) } };
     });
     resolver.invalidate();
     return { data: await keyObject(rt(), updated!) };
@@ -274,7 +286,11 @@ export function registerKeyRoutes(app: FastifyInstance, rt: () => GatewayRuntime
   app.delete<{ Params: { id: string } }>('/v1/keys/:id', { config: teamRoles }, async (req) => {
     const scope = await keyScope(req, db, 'manage');
     if (scope !== null) await loadOr404(req.params.id, scope, 'manage');
-    const ok = await deleteKey(db, req.params.id);
+    const ok = await audited(db, actorOf(req), async (trx) => {
+      const before = await getKey(trx, req.params.id);
+      const deleted = before !== undefined && (await deleteKey(trx, before.id));
+      return { result: deleted, change: deleted ? { action: 'key.delete', targetType: 'key', targetId: before.id, before: keySnapshot(before), after: null } : undefined };
+    });
     if (!ok) throw new GatewayError('not_found', `no key ${JSON.stringify(req.params.id)}`, { param: 'id' });
     resolver.invalidate();
     return { data: { id: req.params.id, deleted: true } };

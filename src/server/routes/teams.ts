@@ -7,9 +7,10 @@ import { usdToPico } from '../../limits/credit.js';
 import { periodStart } from '../../limits/limit-store.js';
 import type { GatewayRuntime } from '../../pipeline/state/runtime.js';
 import type { Database } from '../../store/schema.js';
+import { audited, teamSnapshot } from '../../store/audit-log.js';
 import { createTeam, deleteTeam, getTeam, keysByTeam, listTeams, teamSettingsSchema, updateTeam, type Team, type TeamSettings } from '../../store/teams.js';
 import type { KeyResolver } from '../auth.js';
-import { checkAllowedModels, limitReset, parseBody, rateLimit, requireAdmin, retention, toUsdString, usd } from './admin-input.js';
+import { actorOf, checkAllowedModels, limitReset, parseBody, rateLimit, requireAdmin, retention, toUsdString, usd } from './admin-input.js';
 
 /** Body of `POST /v1/teams` and `PATCH /v1/teams/{id}`: the key API's field names and types. */
 const teamBody = z
@@ -102,7 +103,10 @@ export function registerTeamRoutes(app: FastifyInstance, rt: () => GatewayRuntim
     const body = parseBody(teamBody, req.body);
     checkAllowedModels(rt(), body.allowed_models);
     await nameTaken(body.name);
-    const team = await createTeam(db, body.name, mergeSettings(teamSettingsSchema.parse({}), body));
+    const team = await audited(db, actorOf(req), async (trx) => {
+      const made = await createTeam(trx, body.name, mergeSettings(teamSettingsSchema.parse({}), body));
+      return { result: made, change: { action: 'team.create', targetType: 'team', targetId: made.id, before: null, after: teamSnapshot(made) } };
+    });
     reply.code(201);
     return { data: await teamObject(rt(), team, []) };
   });
@@ -119,14 +123,21 @@ export function registerTeamRoutes(app: FastifyInstance, rt: () => GatewayRuntim
     const body = parseBody(teamBody.partial(), req.body);
     checkAllowedModels(rt(), body.allowed_models);
     if (body.name !== undefined) await nameTaken(body.name, current.id);
-    const updated = await updateTeam(db, current.id, { name: body.name, settings: mergeSettings(current.settings, body) });
+    const updated = await audited(db, actorOf(req), async (trx) => {
+      const after = await updateTeam(trx, current.id, { name: body.name, settings: mergeSettings(current.settings, body) });
+      return { result: after, change: after && { action: 'team.update', targetType: 'team', targetId: current.id, before: teamSnapshot(current), after: teamSnapshot(after) } };
+    });
     resolver.invalidate();
     return { data: await teamObject(rt(), updated!, (await keysByTeam(db)).get(current.id) ?? []) };
   });
 
   app.delete<{ Params: { id: string } }>('/v1/teams/:id', async (req) => {
     requireAdmin(req, what);
-    const detached = await deleteTeam(db, req.params.id);
+    const detached = await audited(db, actorOf(req), async (trx) => {
+      const before = await getTeam(trx, req.params.id);
+      const n = before ? await deleteTeam(trx, before.id) : undefined;
+      return { result: n, change: before && n !== undefined ? { action: 'team.delete', targetType: 'team', targetId: before.id, before: { ...teamSnapshot(before), keys_detached: n }, after: null } : undefined };
+    });
     if (detached === undefined) throw new GatewayError('not_found', `no team ${JSON.stringify(req.params.id)}`, { param: 'id' });
     resolver.invalidate();
     return { data: { id: req.params.id, deleted: true, keys_detached: detached } };
