@@ -3,6 +3,7 @@ import { PROVIDER_CONFIG_SCHEMAS } from '../providers/config-schemas.js';
 import { apiKeysSchema } from './credentials-schema.js';
 import { mcpServersSchema } from './mcp-servers-schema.js';
 import { mcpToolLoopSchema } from './mcp-tool-loop-schema.js';
+import { batchesSchema } from './batches-schema.js';
 import { modelVariantSchema, presetSchema } from './presets-schema.js';
 import { PROVIDER_PRESET_NAMES } from './provider-presets.js';
 import type { UnionToIntersection } from './provider-kind-schema.js';
@@ -409,6 +410,8 @@ export const configSchema = z
     mcp_servers: mcpServersSchema({ name: headerName, value: headerValue }),
     /** Bounds of the Responses API `mcp` tool's loop (mcp-tool-loop-schema.ts). */
     mcp_tool_loop: mcpToolLoopSchema.default({}),
+    /** The Files API and gateway-run batches (batches-schema.ts, docs/batches.md). */
+    batches: batchesSchema.default({}),
   })
   .strict();
 

@@ -2,6 +2,7 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { LoadedConfig } from '../config/load.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { GatewayRuntime } from '../pipeline/state/runtime.js';
+import type { BatchRunner } from '../pipeline/batches/batch-runner.js';
 import { newRequestId } from '../util/ids.js';
 import { buildRuntime, type GatewayOptions } from './build-runtime.js';
 import { clientErrorHandler, clientTimeoutOptions } from './client-limits.js';
@@ -23,6 +24,8 @@ export interface Gateway {
   close(): Promise<void>;
   /** Every registered route with its access level (public, key, metrics). */
   routes(): RegisteredRoute[];
+  /** The batch worker pool of this process (pipeline/batches/batch-runner.ts). */
+  batches: BatchRunner;
 }
 
 /**
@@ -62,12 +65,18 @@ export function buildGateway(options: GatewayOptions): Gateway {
   // The one Redis connection, waited for before the server listens (onReady runs before listen).
   if (redis) app.addHook('onReady', () => redis.waitUntilReady());
   const rt = () => runtime;
+  // Batch lines run once the server is up (and the migrations applied by then).
+  app.addHook('onReady', (done) => {
+    built.batches.start();
+    done();
+  });
   const routes = registerRoutes(app, { rt, db: options.db, keys: built.keys, telemetry: options.telemetry });
 
   return {
     app,
     routes,
     runtime: rt,
+    batches: built.batches,
     reload: (loaded) => built.reload(loaded),
     async close() {
       await built.stopBackground();

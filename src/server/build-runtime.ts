@@ -13,6 +13,7 @@ import { buildCatalog } from '../routing/catalog.js';
 import { HealthRegistry, type HealthSettings } from '../routing/endpoint-health.js';
 import { localHealth, RedisHealthSharing } from '../routing/health-sharing.js';
 import { fleetLease } from '../store/fleet-lease.js';
+import { BatchRunner } from '../pipeline/batches/batch-runner.js';
 import { GenerationWriter } from '../store/generation-writer.js';
 import { localKeyChanges, RedisKeyChangeNotifier } from '../store/key-change-notifier.js';
 import { startRetentionPurge } from '../store/retention-purge.js';
@@ -67,6 +68,8 @@ export interface BuiltRuntime {
   keys: KeyResolver;
   /** Apply a new validated config: catalog, health settings, record settings, new pools. */
   reload(loaded: LoadedConfig): void;
+  /** The batch worker pool of this process (pipeline/batches/), started when the server is ready. */
+  batches: BatchRunner;
   /** Stop the background work (retention purge, health sharing, MCP sessions and upstreams): before the server closes. */
   stopBackground(): Promise<void>;
   /** Flush records and close stores, pools, telemetry and Redis: after the server closed. */
@@ -116,10 +119,13 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
   const healthSharing = redis ? new RedisHealthSharing(redis, runtime.health, log) : localHealth;
   const stopPurge = options.purgeIntervalMs === 0 ? async () => {} : startRetentionPurge(db, log, options.purgeIntervalMs ?? 3_600_000, fleetLease(db, 'retention-purge'));
 
+  const batches = new BatchRunner(() => runtime, db);
+
   return {
     runtime,
     redis,
     keys,
+    batches,
     reload(loaded) {
       const next = loaded.config;
       runtime.config = next;
@@ -136,6 +142,8 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
     async stopBackground() {
       // Before the server closes: MCP sessions hold open GET streams (and stdio children).
       await runtime.mcp.close();
+      // The lines in flight end (their results and records written) while the pools are still open.
+      await batches.close();
       await stopPurge();
       healthSharing.close();
     },

@@ -14,6 +14,8 @@ import { installOverload } from './overload.js';
 import { trackOwnedPaths } from './method-not-allowed.js';
 import { installRouteAuth, type RegisteredRoute } from './route-auth.js';
 import { registerApiRoutes } from './routes/api-routes.js';
+import { registerBatchRoutes } from './routes/batches.js';
+import { registerMessageBatchRoutes } from './routes/message-batches.js';
 import { registerDashboard } from './routes/dashboard.js';
 import { registerGenerationRoutes } from './routes/generation.js';
 import { registerHealthRoute } from './routes/health.js';
@@ -138,6 +140,8 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): () => Reg
   registerKeyRoutes(app, rt, db, keys);
   registerTeamRoutes(app, rt, db, keys);
   registerMcpRoutes(app, rt);
+  registerBatchRoutes(app, rt, db);
+  registerMessageBatchRoutes(app, rt, db);
   registerMethodNotAllowed();
   registerDashboard(app);
   return routes;

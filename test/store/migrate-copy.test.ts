@@ -71,7 +71,7 @@ async function dump(db: Kysely<Database>): Promise<Record<string, string[]>> {
   const out: Record<string, string[]> = {};
   for (const { table, key } of COPY_TABLES) {
     let q = db.selectFrom(table as 'generations').selectAll();
-    if (table !== 'api_keys' && table !== 'teams' && table !== 'stored_responses' && !table.startsWith('usage_daily_session') && table !== 'generation_tags') q = q.select(sql<string>`cast(cost_pico as text)`.as('cost_pico'));
+    if (table !== 'api_keys' && table !== 'teams' && table !== 'stored_responses' && !table.startsWith('usage_daily_session') && table !== 'generation_tags' && !table.startsWith('batch')) q = q.select(sql<string>`cast(cost_pico as text)`.as('cost_pico'));
     for (const c of key) q = q.orderBy(sql.ref(c));
     out[table] = (await q.execute()).map((r) => JSON.stringify(r));
   }
