@@ -148,31 +148,49 @@ export async function lineCounts(db: Kysely<Database>, batchId: string): Promise
 export async function claimLines(db: Kysely<Database>, owner: string, now: number, leaseMs: number, limit: number, accept: (line: ClaimedLine) => boolean): Promise<ClaimedLine[]> {
   const postgres = sqlDialectOf(db).name === 'postgres';
   return db.transaction().execute(async (trx) => {
-    let q = trx
-      .selectFrom('batch_lines')
-      .innerJoin('batches', 'batches.id', 'batch_lines.batch_id')
-      .selectAll('batch_lines')
-      .select(['batches.endpoint as endpoint', 'batches.api as api'])
-      .where('batches.status', '=', 'in_progress')
-      .where((eb) => eb.or([eb.and([eb('batch_lines.state', '=', 'queued'), eb('batch_lines.not_before', '<=', now)]), eb.and([eb('batch_lines.state', '=', 'running'), eb('batch_lines.lease_until', '<', now)])]))
-      .orderBy('batch_lines.batch_id')
-      .orderBy('batch_lines.line_no')
-      .limit(limit * 4);
-    if (postgres) q = q.forUpdate('batch_lines').skipLocked();
-    const candidates = (await q.execute()) as ClaimedLine[];
-    const claimed: ClaimedLine[] = [];
+    // Two index walks (batch_lines_claim: state, batch_id, line_no): due queued lines in input
+    // order, then lines whose lease ran out; finished lines are never read.
+    const pick = (state: 'queued' | 'running', n: number) => {
+      let q = trx
+        .selectFrom('batch_lines')
+        .innerJoin('batches', 'batches.id', 'batch_lines.batch_id')
+        .selectAll('batch_lines')
+        .select(['batches.endpoint as endpoint', 'batches.api as api'])
+        .where('batches.status', '=', 'in_progress')
+        .where('batch_lines.state', '=', state)
+        .where(state === 'queued' ? 'batch_lines.not_before' : 'batch_lines.lease_until', state === 'queued' ? '<=' : '<', now)
+        .orderBy('batch_lines.state')
+        .orderBy('batch_lines.batch_id')
+        .orderBy('batch_lines.line_no')
+        .limit(n);
+      if (postgres) q = q.forUpdate('batch_lines').skipLocked();
+      return q.execute() as Promise<ClaimedLine[]>;
+    };
+    const stale = await pick('running', limit);
+    const candidates = [...stale, ...(await pick('queued', limit * 4))];
+    const chosen = new Map<string, ClaimedLine[]>();
+    let n = 0;
     for (const line of candidates) {
-      if (claimed.length >= limit) break;
+      if (n >= limit) break;
       if (!accept(line)) continue;
-      const res = await trx
+      n++;
+      const list = chosen.get(line.batch_id);
+      if (list) list.push(line);
+      else chosen.set(line.batch_id, [line]);
+    }
+    const claimed: ClaimedLine[] = [];
+    for (const [batchId, list] of chosen) {
+      // Still claimable (SQLite: another process may have claimed since the read; PostgreSQL holds the rows locked).
+      const got = await trx
         .updateTable('batch_lines')
         .set({ state: 'running', lease_owner: owner, lease_until: now + leaseMs })
-        .where('batch_id', '=', line.batch_id)
-        .where('line_no', '=', line.line_no)
-        .where('state', '=', line.state)
-        .where('lease_until', '=', line.lease_until)
-        .executeTakeFirst();
-      if (Number(res.numUpdatedRows) === 1) claimed.push({ ...line, state: 'running', lease_owner: owner, lease_until: now + leaseMs });
+        .where('batch_id', '=', batchId)
+        .where('line_no', 'in', list.map((l) => l.line_no))
+        .where((eb) => eb.or([eb('state', '=', 'queued'), eb.and([eb('state', '=', 'running'), eb('lease_until', '<', now)])]))
+        .returning('line_no')
+        .execute();
+      const taken = new Set(got.map((r) => Number(r.line_no)));
+      for (const l of list) if (taken.has(l.line_no)) claimed.push({ ...l, state: 'running', lease_owner: owner, lease_until: now + leaseMs });
     }
     return claimed;
   });

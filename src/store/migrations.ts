@@ -410,7 +410,7 @@ export const MIGRATIONS: readonly Migration[] = [
             .addPrimaryKeyConstraint('batch_lines_pk', ['batch_id', 'line_no']),
         )
         .execute();
-      await db.schema.createIndex('batch_lines_claim').on('batch_lines').columns(['state', 'not_before']).execute();
+      await db.schema.createIndex('batch_lines_claim').on('batch_lines').columns(['state', 'batch_id', 'line_no']).execute();
     },
   },
 ];

@@ -48,6 +48,10 @@ export class BatchRunner {
   private readonly perKey = new Map<string, number>();
   private readonly perModel = new Map<string, number>();
   private readonly inFlight = new Set<Promise<void>>();
+  /** Lines claimed (leased) and not started yet: claims are taken in groups, run as slots free. */
+  private buffer: ClaimedLine[] = [];
+  /** performance.now() of the last move of open batches. */
+  private advancedAt = -Infinity;
   private pending: LineResult[] = [];
   private writeTimer: NodeJS.Timeout | undefined;
   private writing: Promise<void> = Promise.resolve();
@@ -68,37 +72,61 @@ export class BatchRunner {
   /** Start polling (a no-op with `batches.enabled: false`). */
   start(): void {
     if (!this.config.enabled || this.timer || this.closed) return;
-    this.timer = setInterval(() => this.kick(), this.config.poll_interval_ms);
+    this.timer = setInterval(() => this.kick(true), this.config.poll_interval_ms);
     this.timer.unref();
     this.kick();
   }
 
-  /** Look for work now (unless a look is under way). */
-  kick(): void {
+  /** Look for work now (unless a look is under way); `advance`: move open batches along too (at most once per poll interval). */
+  kick(advance = false): void {
     if (this.closed || this.ticking) return;
-    this.ticking = this.tick()
+    this.ticking = this.tick(advance)
       .catch((err: unknown) => this.rt().log.warn({ err }, 'batch worker: could not claim lines'))
       .finally(() => (this.ticking = undefined));
   }
 
-  private async tick(): Promise<void> {
+  private async tick(advance: boolean): Promise<void> {
     const now = Date.now();
-    await this.advance(now);
     const cfg = this.config;
-    const free = cfg.concurrency - this.running;
+    if (advance || performance.now() - this.advancedAt >= cfg.poll_interval_ms) {
+      this.advancedAt = performance.now();
+      await this.advance(now);
+    }
+    this.startBuffered();
+    // Claim in groups: up to twice the pool, once the buffer is down to half of it.
+    if (this.buffer.length > cfg.concurrency / 2) return;
+    const room = cfg.concurrency * 2 - this.running - this.buffer.length;
     // Interactive requests first: rt.inFlight counts this pool's lines too.
-    if (free <= 0 || this.rt().inFlight - this.running >= cfg.yield_in_flight) return;
+    if (room <= 0 || this.rt().inFlight - this.running >= cfg.yield_in_flight) return;
     const keyLoad = new Map(this.perKey);
     const modelLoad = new Map(this.perModel);
+    for (const l of this.buffer) {
+      keyLoad.set(l.key_id ?? '', (keyLoad.get(l.key_id ?? '') ?? 0) + 1);
+      modelLoad.set(l.model, (modelLoad.get(l.model) ?? 0) + 1);
+    }
+    // A key or model may hold twice its bound: as many running and as many waiting in the buffer.
     const accept = (line: ClaimedLine) => {
       const k = line.key_id ?? '';
-      if ((keyLoad.get(k) ?? 0) >= cfg.per_key || (modelLoad.get(line.model) ?? 0) >= cfg.per_model) return false;
+      if ((keyLoad.get(k) ?? 0) >= cfg.per_key * 2 || (modelLoad.get(line.model) ?? 0) >= cfg.per_model * 2) return false;
       keyLoad.set(k, (keyLoad.get(k) ?? 0) + 1);
       modelLoad.set(line.model, (modelLoad.get(line.model) ?? 0) + 1);
       return true;
     };
-    const lines = await claimLines(this.db, this.owner, now, cfg.lease_ms, free, accept);
-    for (const line of lines) this.launch(line);
+    const lines = await claimLines(this.db, this.owner, now, cfg.lease_ms, room, accept);
+    this.buffer.push(...lines);
+    this.startBuffered();
+  }
+
+  /** Start buffered lines while the pool, their key and their model have room. */
+  private startBuffered(): void {
+    const cfg = this.config;
+    if (this.buffer.length === 0 || this.running >= cfg.concurrency) return;
+    const rest: ClaimedLine[] = [];
+    for (const line of this.buffer) {
+      if (this.running < cfg.concurrency && !this.closed && (this.perKey.get(line.key_id ?? '') ?? 0) < cfg.per_key && (this.perModel.get(line.model) ?? 0) < cfg.per_model) this.launch(line);
+      else rest.push(line);
+    }
+    this.buffer = rest;
   }
 
   /** Move every open batch along its statuses; one replica wins each move (conditional updates). */
@@ -132,6 +160,7 @@ export class BatchRunner {
         this.perKey.set(k, this.perKey.get(k)! - 1);
         this.perModel.set(line.model, this.perModel.get(line.model)! - 1);
         this.inFlight.delete(run);
+        this.startBuffered();
         this.kick();
       });
     this.inFlight.add(run);
