@@ -15,6 +15,8 @@ import { boundRow } from './record-guard.js';
 export const FILE_CHUNK_CHARS = 1024 * 1024;
 /** Lines inserted per statement when a batch is created. */
 const LINE_INSERT_CHUNK = 200;
+/** Finished lines written per statement. */
+const FINISH_CHUNK = 100;
 
 /** Who reads: a key's id (its own rows only), or undefined for the admin key (every row). */
 export type Owner = string | undefined;
@@ -206,16 +208,17 @@ export async function claimLines(db: Kysely<Database>, owner: string, now: numbe
 export async function finishLines(db: Kysely<Database>, owner: string, results: readonly LineResult[], now = Date.now()): Promise<GenerationsTable[]> {
   return db.transaction().execute(async (trx) => {
     const rows: GenerationsTable[] = [];
-    for (const r of results) {
-      const res = await trx
-        .updateTable('batch_lines')
-        .set({ state: 'done', status_code: r.statusCode, result: r.result, generation_id: r.generationId, request_id: r.requestId, finished_at: now, lease_owner: null })
-        .where('batch_id', '=', r.batchId)
-        .where('line_no', '=', r.lineNo)
-        .where('state', '=', 'running')
-        .where('lease_owner', '=', owner)
-        .executeTakeFirst();
-      if (Number(res.numUpdatedRows) === 1 && r.row) rows.push(boundRow(r.row));
+    for (let i = 0; i < results.length; i += FINISH_CHUNK) {
+      const part = results.slice(i, i + FINISH_CHUNK);
+      // One statement per chunk (UPDATE … FROM, SQLite 3.33+ and PostgreSQL), conditional on the lease.
+      const values = sql.join(part.map((r) => sql`(${r.batchId}, cast(${r.lineNo} as integer), cast(${r.statusCode} as integer), ${r.result}, ${r.generationId}, ${r.requestId})`));
+      const done = await sql<{ batch_id: string; line_no: number }>`
+        with v (batch_id, line_no, status_code, result, generation_id, request_id) as (values ${values})
+        update batch_lines set state = 'done', status_code = v.status_code, result = v.result, generation_id = v.generation_id, request_id = v.request_id, finished_at = ${now}, lease_owner = null
+        from v where batch_lines.batch_id = v.batch_id and batch_lines.line_no = v.line_no and batch_lines.state = 'running' and batch_lines.lease_owner = ${owner}
+        returning batch_lines.batch_id, batch_lines.line_no`.execute(trx);
+      const written = new Set(done.rows.map((d) => `${d.batch_id}|${Number(d.line_no)}`));
+      for (const r of part) if (r.row && written.has(`${r.batchId}|${r.lineNo}`)) rows.push(boundRow(r.row));
     }
     if (rows.length > 0) {
       await sqlDialectOf(trx).insertRows(trx as Transaction<Database>, 'generations', rows);
