@@ -117,7 +117,7 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
   // A key's allowed_tools may have changed: MCP sessions are told to list their tools again.
   keys.onKeysChanged(() => runtime.mcp.keysChanged());
   const healthSharing = redis ? new RedisHealthSharing(redis, runtime.health, log) : localHealth;
-  const stopPurge = options.purgeIntervalMs === 0 ? async () => {} : startRetentionPurge(db, log, options.purgeIntervalMs ?? 3_600_000, fleetLease(db, 'retention-purge'));
+  const stopPurge = options.purgeIntervalMs === 0 ? async () => {} : startRetentionPurge(db, log, options.purgeIntervalMs ?? 3_600_000, fleetLease(db, 'retention-purge'), config.batches.result_retention_days);
 
   const batches = new BatchRunner(() => runtime, db);
 

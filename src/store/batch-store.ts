@@ -144,12 +144,13 @@ export async function lineCounts(db: Kysely<Database>, batchId: string): Promise
  * lines due (`not_before` ≤ now) and lines whose lease ran out (a worker that died), oldest
  * batch first; `accept` may turn a candidate down (a key or model at its bound) without
  * claiming it. PostgreSQL: `FOR UPDATE SKIP LOCKED`, so replicas claiming together take
- * different lines; SQLite: the one writer's transaction. Each claimed line's lease is taken with
+ * different lines; SQLite: a `begin immediate` transaction (one writer at a time). Each claimed line's lease is taken with
  * a conditional update, so a line is held by one worker at a time.
  */
 export async function claimLines(db: Kysely<Database>, owner: string, now: number, leaseMs: number, limit: number, accept: (line: ClaimedLine) => boolean): Promise<ClaimedLine[]> {
-  const postgres = sqlDialectOf(db).name === 'postgres';
-  return db.transaction().execute(async (trx) => {
+  const dialect = sqlDialectOf(db);
+  const postgres = dialect.name === 'postgres';
+  return dialect.writeTransaction(db, async (trx) => {
     // Two index walks (batch_lines_claim: state, batch_id, line_no): due queued lines in input
     // order, then lines whose lease ran out; finished lines are never read.
     const pick = (state: 'queued' | 'running', n: number) => {
@@ -305,10 +306,15 @@ export async function dropReadResults(db: Kysely<Database>, batch: BatchesTable,
   await db.updateTable('batches').set({ results_read_at: Date.now() }).where('id', '=', batch.id).where('results_read_at', 'is', null).execute();
 }
 
-/** Files past their expiry, with their chunks, and ended batches past `resultsBefore` (their lines and files): the retention purge. @returns files and batches deleted. */
+/**
+ * The retention purge's part (retention-purge.ts): files past their `expires_at`, with their
+ * chunks, and batches that ended before `resultsBefore` (`batches.result_retention_days`), with
+ * their lines and files; at most 1,000 files and 100 batches per call.
+ * @returns files and batches deleted.
+ */
 export async function purgeBatches(db: Kysely<Database>, now: number, resultsBefore: number): Promise<{ files: number; batches: number }> {
   const files = await db.selectFrom('batch_files').select('id').where('expires_at', '<=', now).limit(1000).execute();
-  const old = await db.selectFrom('batches').selectAll().where('status', 'in', ['completed', 'failed', 'expired', 'cancelled']).where('created_at', '<', resultsBefore).limit(100).execute();
+  const old = await db.selectFrom('batches').selectAll().where('status', 'in', ['completed', 'failed', 'expired', 'cancelled']).where(sql<number>`coalesce(completed_at, cancelled_at, expired_at, failed_at, created_at)`, '<', resultsBefore).limit(100).execute();
   for (const b of old) {
     await dropBatchContent(db, b);
     await db.deleteFrom('batch_lines').where('batch_id', '=', b.id).execute();

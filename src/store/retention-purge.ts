@@ -1,6 +1,7 @@
 import { sql, type Kysely, type SqlBool } from 'kysely';
 import type { Database } from './schema.js';
 import { purgeExpiredResponses } from './stored-responses.js';
+import { purgeBatches } from './batch-store.js';
 import type { FleetLease } from './fleet-lease.js';
 
 /** Minimal logger shape (pino-compatible). */
@@ -58,7 +59,7 @@ export const PURGE_RETRY_MAX_MS = 300_000;
  * asking for the lease again each time.
  * @returns a function that stops the timer and gives the lease up.
  */
-export function startRetentionPurge(db: Kysely<Database>, log: PurgeLogger, intervalMs: number, lease?: FleetLease): () => Promise<void> {
+export function startRetentionPurge(db: Kysely<Database>, log: PurgeLogger, intervalMs: number, lease?: FleetLease, batchResultDays = 29): () => Promise<void> {
   let running = false;
   let stopped = false;
   let retryDelay = PURGE_RETRY_MIN_MS;
@@ -81,8 +82,9 @@ export function startRetentionPurge(db: Kysely<Database>, log: PurgeLogger, inte
       if (stopped) return;
       const purged = await purgeExpiredContent(db, started);
       const responses = await purgeExpiredResponses(db, started);
+      const batches = await purgeBatches(db, started, started - batchResultDays * DAY_MS);
       retryDelay = PURGE_RETRY_MIN_MS;
-      if (!stopped) log.info({ purged, responses, ms: Date.now() - started }, 'retention purge');
+      if (!stopped) log.info({ purged, responses, files: batches.files, batches: batches.batches, ms: Date.now() - started }, 'retention purge');
     } catch (err) {
       if (!stopped) log.error({ err, retryInMs: Math.min(retryDelay, intervalMs) }, 'retention purge failed; it runs again later');
       retryLater();
