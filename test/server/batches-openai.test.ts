@@ -108,6 +108,23 @@ describe('OpenAI batches through the openai SDK', () => {
     console.log(`# 1,000 lines (throttled and failing upstream) in ${seconds.toFixed(2)} s`);
   });
 
+  test('a Responses batch: each line a Responses request (translated to the chat upstream), its output a Response object', async () => {
+    const input = Array.from({ length: 4 }, (_, i) => JSON.stringify({ custom_id: `resp-${i}`, method: 'POST', url: '/v1/responses', body: { model: 'test/model', input: `line-${i * 10}` } })).join('\n');
+    const file = await client.files.create({ file: await toFile(Buffer.from(input), 'responses.jsonl'), purpose: 'batch' });
+    const created = await client.batches.create({ input_file_id: file.id, endpoint: '/v1/responses', completion_window: '24h' });
+    const batch = await waitForBatch(client, created.id, 30_000);
+    assert.equal(batch.status, 'completed');
+    assert.deepEqual(batch.request_counts, { total: 4, completed: 4, failed: 0 });
+    assert.equal(batch.error_file_id, null);
+    const out = (await (await client.files.content(batch.output_file_id!)).text()).trim().split('\n').map((l) => JSON.parse(l) as Json);
+    const first = out.find((l) => l.custom_id === 'resp-0')!;
+    assert.equal(first.response.body.object, 'response');
+    assert.equal(first.response.body.status, 'completed');
+    assert.equal(first.response.body.output[0].content[0].text, 'echo line-0');
+    const records = await recordsOf(gw.store, batch.id);
+    assert.deepEqual(records.map((r) => r.api), ['responses', 'responses', 'responses', 'responses']);
+  });
+
   test('the Files API: get, list, content, delete; another key sees none of them', async () => {
     const file = await client.files.create({ file: await toFile(Buffer.from(jsonl(2)), 'two.jsonl'), purpose: 'batch' });
     assert.equal((await client.files.retrieve(file.id)).id, file.id);

@@ -1,0 +1,25 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import OpenAI, { toFile } from 'openai';
+import { oneModelConfig, startGateway } from './gateway.js';
+import { until } from './poll.js';
+
+const body = JSON.stringify({ id: 'x', object: 'chat.completion', created: 1, model: 'upstream-model', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } });
+const server = http.createServer((req, res) => { req.resume(); req.on('end', () => { res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }); res.end(body); }); });
+await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+const N = Number(process.env.N ?? 5000);
+const conc = Number(process.env.C ?? 16);
+const gw = await startGateway(oneModelConfig(url, { root: { batches: { concurrency: conc, per_key: conc, per_model: conc } } }));
+const key = await gw.createKey('rate');
+const client = new OpenAI({ baseURL: gw.baseURL, apiKey: key.secret, maxRetries: 0 });
+const lines = Array.from({ length: N }, (_, i) => JSON.stringify({ custom_id: `r${i}`, method: 'POST', url: '/v1/chat/completions', body: { model: 'test/model', messages: [{ role: 'user', content: `hello ${i}` }] } })).join('\n');
+const file = await client.files.create({ file: await toFile(Buffer.from(lines), 'in.jsonl'), purpose: 'batch' });
+const t0 = performance.now();
+const b = await client.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+await until('done', async () => (await client.batches.retrieve(b.id)).status === 'completed', 600_000, 100);
+const s = (performance.now() - t0) / 1000;
+console.log(`${process.env.OP_TEST_DATABASE_URL ? 'postgres' : 'sqlite'} N=${N} concurrency=${conc}: ${s.toFixed(2)} s, ${(N / s).toFixed(0)} lines/s`);
+console.log("avg serveGeneration ms", (globalThis as any).__bt / (globalThis as any).__bn);
+await gw.close();
+server.close();
