@@ -13,7 +13,7 @@ import { CapturedAnswer } from './captured-answer.js';
 import { finalizeBatch } from './batch-finalize.js';
 
 /** Refusals a batch line waits out and runs again (the key's or the upstream's rate limit, a full gateway), rather than answering. */
-const RETRIED = new Set(['rate_limited', 'upstream_rate_limited', 'gateway_overloaded', 'records_unavailable', 'database_unavailable', 'limits_unavailable', 'gateway_shutting_down']);
+const RETRIED = new Set(['rate_limited', 'upstream_rate_limited', 'endpoints_unavailable', 'gateway_overloaded', 'records_unavailable', 'database_unavailable', 'limits_unavailable', 'gateway_shutting_down']);
 /** Most finished lines written per transaction; a partial group is written after {@link WRITE_DELAY_MS}. */
 const WRITE_GROUP = 100;
 const WRITE_DELAY_MS = 20;
