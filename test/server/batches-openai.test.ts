@@ -3,13 +3,15 @@
  * uploads 1,000 lines, creates a batch, polls it to `completed` and reads the output and error
  * files, against a scripted upstream on port 0 that throttles (429, each throttled line waits
  * and runs again) and fails some lines (500, 400); exact counts, one record per line with its
- * batch_id and custom_id; validation errors; ownership; cancel; a worker killed mid-batch and
- * another process on the same database finishing it (every line exactly one result and one
- * record). SQLite, and PostgreSQL with OP_TEST_DATABASE_URL.
+ * batch_id and custom_id; validation errors; ownership; cancel; a gateway process SIGKILLed
+ * mid-batch (and a worker killed in process) with another gateway on the same database
+ * finishing it (every line exactly one result and one record). SQLite, and PostgreSQL with OP_TEST_DATABASE_URL.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import OpenAI, { toFile } from 'openai';
 import { parseConfig } from '../../src/config/load.js';
 import { buildGateway, type Gateway } from '../../src/server/app.js';
@@ -232,6 +234,44 @@ describe('a batch worker killed mid-batch', () => {
     for (const s of stores) await s.close();
     await database.drop();
     await upstream.close();
+  });
+
+  test('SIGKILL of a gateway process mid-batch: a gateway started on the same database finishes it, every line exactly one result and one record', async () => {
+    const config = oneModelConfig(upstream.url, { root: { batches: { ...BATCH_CONFIG, concurrency: 8, lease_ms: 1000 }, routing: { circuit_breaker: { failure_threshold: 100000 }, retry_after_cap_ms: 0, recent_failure_ms: 0 }, server: { overload: { max_event_loop_delay_ms: 0 } } } });
+    const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('../helpers/gateway-process.ts', import.meta.url))], { env: { ...process.env, OP_DATABASE_URL: database.url, OP_TEST_CONFIG: JSON.stringify(config) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr!.on('data', () => {});
+    const exited = new Promise((r) => child.once('exit', r));
+    try {
+      await until('the gateway process listens', () => /PORT \d+/.test(out), 60_000, 50);
+      const baseURL = `http://127.0.0.1:${/PORT (\d+)/.exec(out)![1]}/v1`;
+      const store = database.open();
+      stores.push(store);
+      const { secret } = await createKey(store.db, 'killed');
+      const ck = new OpenAI({ baseURL, apiKey: secret, maxRetries: 0 });
+      const file = await ck.files.create({ file: await toFile(Buffer.from(jsonl(300, 1000)), 'k.jsonl'), purpose: 'batch' });
+      const b = await ck.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+      await until('some lines done', async () => (await ck.batches.retrieve(b.id)).request_counts!.completed >= 60, 60_000, 20);
+      child.kill('SIGKILL');
+      await exited;
+      const done = (await store.db.selectFrom('batch_lines').select('line_no').where('batch_id', '=', b.id).where('state', '=', 'done').execute()).length;
+      assert.ok(done > 0 && done < 300, `killed mid-batch (${done} lines done)`);
+      const next = await start();
+      const cn = new OpenAI({ baseURL: next.baseURL, apiKey: secret, maxRetries: 0 });
+      const ended = await waitForBatch(cn, b.id, 60_000);
+      const want = expected(300);
+      assert.equal(ended.status, 'completed');
+      assert.deepEqual(ended.request_counts, { total: 300, completed: want.completed, failed: want.failed });
+      const lines = [...(await (await cn.files.content(ended.output_file_id!)).text()).trim().split('\n'), ...(await (await cn.files.content(ended.error_file_id!)).text()).trim().split('\n')];
+      assert.equal(new Set(lines.map((l) => (JSON.parse(l) as Json).custom_id as string)).size, 300);
+      assert.equal(lines.length, 300);
+      const records = await recordsOf(next.store, b.id);
+      assert.equal(records.length, 300);
+      assert.equal(new Set(records.map((r) => r.custom_id)).size, 300);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
   });
 
   test('another process on the same database takes over its leases: every line exactly one result and one record', async () => {
