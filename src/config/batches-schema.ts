@@ -25,6 +25,11 @@ export const batchesSchema = z
     /** Most lines for one model (the line's `model`) one process runs at once; default 8. */
     per_model: z.number().int().min(1).max(1024).default(8),
     /**
+     * Most lines one process runs while it serves interactive traffic (a generation request in
+     * flight now or in the last 250 ms): batch lines yield to it; default 2 (0: none).
+     */
+    busy_concurrency: z.number().int().min(0).max(1024).default(2),
+    /**
      * Interactive requests in flight at which this process claims no more batch lines (batch
      * traffic yields to interactive traffic); default 64.
      */

@@ -70,7 +70,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     built.batches.start();
     done();
   });
-  const routes = registerRoutes(app, { rt, db: options.db, keys: built.keys, telemetry: options.telemetry });
+  const routes = registerRoutes(app, { rt, db: options.db, keys: built.keys, telemetry: options.telemetry, batches: built.batches });
 
   return {
     app,

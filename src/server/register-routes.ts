@@ -6,6 +6,7 @@ import { gatewayErrorOf } from '../store/database.js';
 import type { ApiKey } from '../store/keys.js';
 import type { Database } from '../store/schema.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
+import type { BatchRunner } from '../pipeline/batches/batch-runner.js';
 import type { KeyResolver } from './auth.js';
 import { installClientLimits, sendBodyTooLarge } from './client-limits.js';
 import { registerCors } from './cors.js';
@@ -71,6 +72,8 @@ export interface RouteDeps {
   db: Kysely<Database>;
   keys: KeyResolver;
   telemetry?: Telemetry | undefined;
+  /** The batch worker pool, told how many interactive requests are in flight. */
+  batches?: BatchRunner;
 }
 
 /** JSON only: any other content type (text/plain included) is a 415; compressed bodies too. */
@@ -112,6 +115,8 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): () => Reg
   registerCors(app, runtime.config.server.cors);
   // Before route auth: a refusal under overload costs no key lookup and no body read.
   const overload = installOverload(app, rt);
+  // The batch pool yields to the generation requests the server counts in flight.
+  if (deps.batches) deps.batches.interactiveInFlight = () => overload.inFlight;
   const routes = installRouteAuth(app, { keys, metricsAuth: () => rt().config.server.metrics_auth });
   app.addHook('onResponse', (req, reply, next) => {
     if ((req.log as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled?.('info') !== false) req.log.info({ method: req.method, url: loggedUrl(req.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');

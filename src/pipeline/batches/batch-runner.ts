@@ -20,6 +20,9 @@ const WRITE_DELAY_MS = 20;
 /** How long a key looked up for a line is reused, in ms (as the auth cache: store/… KEY_CACHE_TTL_MS). */
 const KEY_TTL_MS = 5_000;
 
+/** How long after the last interactive request seen the pool stays at `busy_concurrency`, in ms. */
+const BUSY_WINDOW_MS = 250;
+
 /** The admin key, for batches it created (its records carry no key id, as its requests do). */
 const ADMIN: ApiKey = { id: 'admin', name: 'admin', prefix: 'admin', disabled: false, createdAt: 0, expiresAt: null, isAdmin: true, settings: keySettingsSchema.parse({}), team: null };
 
@@ -52,6 +55,13 @@ export class BatchRunner {
   private buffer: ClaimedLine[] = [];
   /** performance.now() of the last move of open batches. */
   private advancedAt = -Infinity;
+  /** performance.now() when interactive requests were last seen in flight. */
+  private busyAt = -Infinity;
+  /**
+   * Interactive generation requests in flight (the server's count of its generation routes:
+   * server/overload.ts); until the server sets it, the runtime's count less this pool's lines.
+   */
+  interactiveInFlight: () => number = () => Math.max(0, this.rt().inFlight - this.running);
   private pending: LineResult[] = [];
   private writeTimer: NodeJS.Timeout | undefined;
   private writing: Promise<void> = Promise.resolve();
@@ -93,11 +103,12 @@ export class BatchRunner {
       await this.advance(now);
     }
     this.startBuffered();
-    // Claim in groups: up to twice the pool, once the buffer is down to half of it.
-    if (this.buffer.length > cfg.concurrency / 2) return;
+    // Claim in groups of up to twice `concurrency` (busy or not: fewer claims), once the buffer
+    // cannot fill the pool's free slots.
+    if (this.buffer.length > Math.max(this.poolSize() - this.running, cfg.concurrency / 2)) return;
     const room = cfg.concurrency * 2 - this.running - this.buffer.length;
-    // Interactive requests first: rt.inFlight counts this pool's lines too.
-    if (room <= 0 || this.rt().inFlight - this.running >= cfg.yield_in_flight) return;
+    // Interactive requests first.
+    if (room <= 0 || this.interactiveInFlight() >= cfg.yield_in_flight) return;
     const keyLoad = new Map(this.perKey);
     const modelLoad = new Map(this.perModel);
     for (const l of this.buffer) {
@@ -117,13 +128,25 @@ export class BatchRunner {
     this.startBuffered();
   }
 
+  /**
+   * The lines this pool may run now: `concurrency`, or `busy_concurrency` while interactive
+   * requests are in flight or were within the last {@link BUSY_WINDOW_MS} (batch traffic yields).
+   */
+  private poolSize(): number {
+    const cfg = this.config;
+    const now = performance.now();
+    if (this.interactiveInFlight() > 0) this.busyAt = now;
+    return now - this.busyAt < BUSY_WINDOW_MS ? Math.min(cfg.busy_concurrency, cfg.concurrency) : cfg.concurrency;
+  }
+
   /** Start buffered lines while the pool, their key and their model have room. */
   private startBuffered(): void {
     const cfg = this.config;
-    if (this.buffer.length === 0 || this.running >= cfg.concurrency) return;
+    const pool = this.poolSize();
+    if (this.buffer.length === 0 || this.running >= pool) return;
     const rest: ClaimedLine[] = [];
     for (const line of this.buffer) {
-      if (this.running < cfg.concurrency && !this.closed && (this.perKey.get(line.key_id ?? '') ?? 0) < cfg.per_key && (this.perModel.get(line.model) ?? 0) < cfg.per_model) this.launch(line);
+      if (this.running < pool && !this.closed && (this.perKey.get(line.key_id ?? '') ?? 0) < cfg.per_key && (this.perModel.get(line.model) ?? 0) < cfg.per_model) this.launch(line);
       else rest.push(line);
     }
     this.buffer = rest;

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import { GatewayError } from '../../errors/gateway-error.js';
@@ -83,8 +83,8 @@ async function* fileContent(db: Kysely<Database>, fileId: string, batchId: strin
   }
 }
 
-async function sendBatch(db: Kysely<Database>, reply: FastifyReply, b: BatchesTable): Promise<Record<string, unknown>> {
-  void reply;
+/** The `batch` object of a row, with its lines' counts. */
+async function batchBody(db: Kysely<Database>, b: BatchesTable): Promise<Record<string, unknown>> {
   return batchObject(b, await lineCounts(db, b.id));
 }
 
@@ -181,7 +181,7 @@ export function registerBatchRoutes(app: FastifyInstance, rt: () => GatewayRunti
       state: 'queued', lease_owner: null, lease_until: 0, not_before: 0, tries: 0, status_code: null, result: null, generation_id: null, request_id: null, finished_at: null,
     }));
     await insertBatch(db, batch, lines);
-    return reply.code(200).send(await sendBatch(db, reply, batch));
+    return reply.code(200).send(await batchBody(db, batch));
   });
 
   app.get('/v1/batches', { config: { access: 'key', ownsPath: true } }, async (req) => {
@@ -193,13 +193,13 @@ export function registerBatchRoutes(app: FastifyInstance, rt: () => GatewayRunti
     return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: rows.length > limit };
   });
 
-  app.get<{ Params: { id: string } }>('/v1/batches/:id', { config: { access: 'key', ownsPath: false } }, async (req, reply) => {
+  app.get<{ Params: { id: string } }>('/v1/batches/:id', { config: { access: 'key', ownsPath: false } }, async (req) => {
     const b = await getBatch(db, req.params.id, owner(req.apiKey), 'openai');
     if (!b) throw notFound('batch', req.params.id);
-    return sendBatch(db, reply, b);
+    return batchBody(db, b);
   });
 
-  app.post<{ Params: { id: string } }>('/v1/batches/:id/cancel', { config: { access: 'key', ownsPath: false } }, async (req, reply) => {
+  app.post<{ Params: { id: string } }>('/v1/batches/:id/cancel', { config: { access: 'key', ownsPath: false } }, async (req) => {
     const b = await getBatch(db, req.params.id, owner(req.apiKey), 'openai');
     if (!b) throw notFound('batch', req.params.id);
     const now = Date.now();
@@ -209,6 +209,6 @@ export function registerBatchRoutes(app: FastifyInstance, rt: () => GatewayRunti
     } else if (b.status !== 'cancelling' && b.status !== 'cancelled') {
       throw new GatewayError('invalid_request', `batch ${b.id} is ${b.status} and cannot be cancelled`, { param: 'id', status: 409 });
     }
-    return sendBatch(db, reply, (await getBatch(db, b.id, undefined)) ?? b);
+    return batchBody(db, (await getBatch(db, b.id, undefined)) ?? b);
   });
 }
