@@ -10,7 +10,8 @@ type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-ex
 /**
  * A scripted OpenAI-compatible upstream: the last user message `line-<n>` decides the answer —
  * n % 10 = 3: 500; n % 10 = 7: 400; n % 5 = 1: 429 (Retry-After 0) on its first call, then 200;
- * else 200 with `echo line-<n>`. `delayMs` before each answer.
+ * else 200 with `echo line-<n>`. `delayMs` before each answer. `/embeddings`: each input's
+ * vector `[its length, 0.5]`.
  */
 export async function startScriptedUpstream(delayMs = 0) {
   const calls = new Map<string, number>();
@@ -20,6 +21,13 @@ export async function startScriptedUpstream(delayMs = 0) {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Json;
+      if (req.url?.endsWith('/embeddings')) {
+        const inputs = (Array.isArray(body.input) ? body.input : [body.input]) as string[];
+        const s = JSON.stringify({ object: 'list', model: body.model, data: inputs.map((t, index) => ({ object: 'embedding', index, embedding: [t.length, 0.5] })), usage: { prompt_tokens: inputs.length, total_tokens: inputs.length } });
+        total++;
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(s) });
+        return res.end(s);
+      }
       const messages = (body.messages ?? []) as Json[];
       const last = messages.at(-1)?.content;
       const text = typeof last === 'string' ? last : Array.isArray(last) ? String(last[0]?.text ?? '') : '';

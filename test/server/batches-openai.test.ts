@@ -127,6 +127,28 @@ describe('OpenAI batches through the openai SDK', () => {
     assert.deepEqual(records.map((r) => r.api), ['responses', 'responses', 'responses', 'responses']);
   });
 
+  test('an embeddings batch (an embeddings model) and a batch of the admin key (records without a key id)', async () => {
+    const g = await startGateway({
+      providers: [{ id: 'up', kind: 'openai', base_url: upstream.url, api_key: 'sk-upstream-secret' }],
+      models: [{ id: 'test/embed', name: 'Embed', context_length: 8192, architecture: { input_modalities: ['text'], output_modalities: ['embeddings'] }, endpoints: [{ provider: 'up', upstream_model: 'upstream-embed', embeddings: true, pricing: { prompt: 0.02 } }] }],
+      batches: BATCH_CONFIG,
+    });
+    try {
+      const admin = new OpenAI({ baseURL: g.baseURL, apiKey: g.adminKey, maxRetries: 0 });
+      const input = ['ab', 'abcd', 'abcdef'].map((t, i) => JSON.stringify({ custom_id: `e${i}`, method: 'POST', url: '/v1/embeddings', body: { model: 'test/embed', input: t } })).join('\n');
+      const file = await admin.files.create({ file: await toFile(Buffer.from(input), 'emb.jsonl'), purpose: 'batch' });
+      const created = await admin.batches.create({ input_file_id: file.id, endpoint: '/v1/embeddings', completion_window: '24h' });
+      const batch = await waitForBatch(admin, created.id, 30_000);
+      assert.deepEqual([batch.status, batch.request_counts], ['completed', { total: 3, completed: 3, failed: 0 }]);
+      const out = (await (await admin.files.content(batch.output_file_id!)).text()).trim().split('\n').map((l) => JSON.parse(l) as Json);
+      assert.deepEqual(out.map((l) => [l.custom_id, l.response.body.object, l.response.body.data[0].embedding]), [['e0', 'list', [2, 0.5]], ['e1', 'list', [4, 0.5]], ['e2', 'list', [6, 0.5]]]);
+      const records = await recordsOf(g.store, batch.id);
+      assert.deepEqual(records.map((r) => [r.api, r.key_id, r.status]), [['embeddings', null, 'success'], ['embeddings', null, 'success'], ['embeddings', null, 'success']]);
+    } finally {
+      await g.close();
+    }
+  });
+
   test('the Files API: get, list, content, delete; another key sees none of them', async () => {
     const file = await client.files.create({ file: await toFile(Buffer.from(jsonl(2)), 'two.jsonl'), purpose: 'batch' });
     assert.equal((await client.files.retrieve(file.id)).id, file.id);
