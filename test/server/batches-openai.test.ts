@@ -149,6 +149,30 @@ describe('OpenAI batches through the openai SDK', () => {
     }
   });
 
+  test('the key\'s rate limit: a refused line waits for its Retry-After and is queued again, its refusal not recorded', async () => {
+    // Limits count per clock minute: start with at least 8 s of this minute left, so the waiting lines cannot run before the test looks.
+    if (60_000 - (Date.now() % 60_000) < 8_000) await sleep(60_000 - (Date.now() % 60_000) + 100);
+    const windowEnd = (Math.floor(Date.now() / 60_000) + 1) * 60_000;
+    const { secret } = await createKey(gw.store.db, 'one-per-minute', null, { rate_limit: { requests_per_minute: 1, tokens_per_minute: null } });
+    const c = new OpenAI({ baseURL: gw.baseURL, apiKey: secret, maxRetries: 0 });
+    const file = await c.files.create({ file: await toFile(Buffer.from(jsonl(3, 5000)), 'rl.jsonl'), purpose: 'batch' });
+    const b = await c.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+    const lines = () => gw.store.db.selectFrom('batch_lines').select(['line_no', 'state', 'tries', 'not_before']).where('batch_id', '=', b.id).orderBy('line_no').execute();
+    await until('one line ran, two wait', async () => {
+      const l = await lines();
+      return l.filter((x) => x.state === 'done').length === 1 && l.filter((x) => x.state === 'queued' && x.tries >= 1).length === 2;
+    }, 20_000);
+    const waiting = (await lines()).filter((x) => x.state === 'queued');
+    // They wait for the next minute window (Retry-After), not for the worker's own retry delay.
+    assert.ok(waiting.every((x) => Number(x.not_before) >= windowEnd - 1_000), `not before the next window: ${waiting.map((x) => Number(x.not_before) - windowEnd).join(', ')} ms`);
+    assert.equal((await c.batches.retrieve(b.id)).request_counts!.failed, 0);
+    const records = await recordsOf(gw.store, b.id);
+    assert.deepEqual(records.map((r) => r.status), ['success']);
+    await c.batches.cancel(b.id);
+    const ended = await waitForBatch(c, b.id, 20_000);
+    assert.deepEqual([ended.status, ended.request_counts], ['cancelled', { total: 3, completed: 1, failed: 2 }]);
+  });
+
   test('the Files API: get, list, content, delete; another key sees none of them', async () => {
     const file = await client.files.create({ file: await toFile(Buffer.from(jsonl(2)), 'two.jsonl'), purpose: 'batch' });
     assert.equal((await client.files.retrieve(file.id)).id, file.id);
