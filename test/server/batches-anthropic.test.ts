@@ -3,14 +3,14 @@
  * `messages.batches.create` with 1,000 requests, `retrieve` until ended, `results()` (fetched
  * from the gateway's own `results_url`), against the scripted upstream that throttles and fails
  * some lines; exact counts, one record per line; validation in Anthropic's envelope; list,
- * cancel; retention `none`: inputs and results deleted once read. SQLite, and PostgreSQL with
+ * cancel; expiry; retention `none`: inputs and results deleted once read. SQLite, and PostgreSQL with
  * OP_TEST_DATABASE_URL.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import { oneModelConfig, startGateway, type TestGateway } from '../helpers/gateway.js';
-import { until } from '../helpers/poll.js';
+import { sleep, until } from '../helpers/poll.js';
 import { expected, startScriptedUpstream } from '../helpers/batch-upstream.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -109,6 +109,21 @@ describe('Anthropic Message Batches through @anthropic-ai/sdk', () => {
     const otherClient = new Anthropic({ baseURL: gw.origin, apiKey: other.secret, maxRetries: 0 });
     await assert.rejects(otherClient.messages.batches.retrieve(b.id), (e: Json) => e.status === 404 && e.error?.error?.type === 'not_found_error');
     assert.equal((await otherClient.messages.batches.list()).data.length, 0);
+  });
+
+  test('past expires_at a batch ends: the lines that did not run are expired', async () => {
+    // Rate-limited to one line a minute, so two of three lines are still queued when the batch is
+    // made to expire (with at least 8 s of the clock minute left: limits count per minute).
+    if (60_000 - (Date.now() % 60_000) < 8_000) await sleep(60_000 - (Date.now() % 60_000) + 100);
+    const secret = (await (await fetch(`${gw.origin}/v1/keys`, { method: 'POST', headers: { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'slow', retention: 30, rate_limit: { requests_per_minute: 1 } }) })).json() as Json).key as string;
+    const c = new Anthropic({ baseURL: gw.origin, apiKey: secret, maxRetries: 0 });
+    const b = await c.messages.batches.create({ requests: requests(3) });
+    await until('one line done', async () => (await gw.store.db.selectFrom('batch_lines').select('line_no').where('batch_id', '=', b.id).where('state', '=', 'done').execute()).length === 1, 20_000);
+    await gw.store.db.updateTable('batches').set({ expires_at: Date.now() - 1 }).where('id', '=', b.id).execute();
+    const ended = await waitEnded(c, b.id, 20_000);
+    assert.deepEqual(ended.request_counts, { processing: 0, succeeded: 1, errored: 0, canceled: 0, expired: 2 });
+    const types = (await results(c, b.id)).map((l) => l.result.type).sort();
+    assert.deepEqual(types, ['expired', 'expired', 'succeeded']);
   });
 
   test('retention none: the results are answered once, then the inputs and results are gone', async () => {
