@@ -241,9 +241,14 @@ export async function requeueLine(db: Kysely<Database>, owner: string, batchId: 
     .execute();
 }
 
-/** Give back every line `owner` holds (a worker stopping): queued again at once. */
-export async function releaseLines(db: Kysely<Database>, owner: string): Promise<void> {
-  await db.updateTable('batch_lines').set({ state: 'queued', lease_owner: null, lease_until: 0 }).where('state', '=', 'running').where('lease_owner', '=', owner).execute();
+/** Give back every line `owner` holds (a worker stopping), or those of `lines` (one batch's): queued again at once. */
+export async function releaseLines(db: Kysely<Database>, owner: string, lines?: { batchId: string; lineNos: readonly number[] }): Promise<void> {
+  let q = db.updateTable('batch_lines').set({ state: 'queued', lease_owner: null, lease_until: 0 }).where('state', '=', 'running').where('lease_owner', '=', owner);
+  if (lines) {
+    if (lines.lineNos.length === 0) return;
+    q = q.where('batch_id', '=', lines.batchId).where('line_no', 'in', lines.lineNos);
+  }
+  await q.execute();
 }
 
 /** Set a batch's status (and its time column) when it is still in status `from`. @returns whether it changed. */

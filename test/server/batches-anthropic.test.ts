@@ -117,7 +117,8 @@ describe('Anthropic Message Batches through @anthropic-ai/sdk', () => {
     if (60_000 - (Date.now() % 60_000) < 8_000) await sleep(60_000 - (Date.now() % 60_000) + 100);
     const secret = (await (await fetch(`${gw.origin}/v1/keys`, { method: 'POST', headers: { authorization: `Bearer ${gw.adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'slow', retention: 30, rate_limit: { requests_per_minute: 1 } }) })).json() as Json).key as string;
     const c = new Anthropic({ baseURL: gw.origin, apiKey: secret, maxRetries: 0 });
-    const b = await c.messages.batches.create({ requests: requests(3) });
+    // Lines 0, 2 and 4: lines the scripted upstream answers at once (no 429 of its own).
+    const b = await c.messages.batches.create({ requests: requests(5).filter((_, i) => i % 2 === 0) });
     await until('one line done', async () => (await gw.store.db.selectFrom('batch_lines').select('line_no').where('batch_id', '=', b.id).where('state', '=', 'done').execute()).length === 1, 20_000);
     await gw.store.db.updateTable('batches').set({ expires_at: Date.now() - 1 }).where('id', '=', b.id).execute();
     const ended = await waitEnded(c, b.id, 20_000);

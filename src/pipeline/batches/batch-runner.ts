@@ -158,6 +158,7 @@ export class BatchRunner {
       if (b.status === 'validating') {
         await moveBatch(this.db, b.id, ['validating'], { status: 'in_progress', in_progress_at: now });
       } else if (b.status === 'in_progress' && now >= Number(b.expires_at)) {
+        await this.dropBuffered(b.id);
         await closeQueuedLines(this.db, b.id, 'expired', now);
         if (!(await hasOpenLines(this.db, b.id, ['running']))) await finalizeBatch(this.db, b, 'expired', now, this.config.result_retention_days);
       } else if (b.status === 'in_progress' && !(await hasOpenLines(this.db, b.id))) {
@@ -165,10 +166,19 @@ export class BatchRunner {
       } else if (b.status === 'finalizing') {
         await finalizeBatch(this.db, b, 'completed', now, this.config.result_retention_days);
       } else if (b.status === 'cancelling') {
+        await this.dropBuffered(b.id);
         await closeQueuedLines(this.db, b.id, 'canceled', now);
         if (!(await hasOpenLines(this.db, b.id, ['running']))) await finalizeBatch(this.db, b, 'cancelled', now, this.config.result_retention_days);
       }
     }
+  }
+
+  /** Give back the claimed lines of a batch that will run no more (cancelled, expired) that have not started. */
+  private async dropBuffered(batchId: string): Promise<void> {
+    const dropped = this.buffer.filter((l) => l.batch_id === batchId);
+    if (dropped.length === 0) return;
+    this.buffer = this.buffer.filter((l) => l.batch_id !== batchId);
+    await releaseLines(this.db, this.owner, { batchId, lineNos: dropped.map((l) => l.line_no) });
   }
 
   private launch(line: ClaimedLine): void {
