@@ -5,6 +5,7 @@ import { apiKeysSchema } from './credentials-schema.js';
 import { dashboardSchema } from './dashboard-schema.js';
 import { mcpServersSchema } from './mcp-servers-schema.js';
 import { mcpToolLoopSchema } from './mcp-tool-loop-schema.js';
+import { batchesSchema } from './batches-schema.js';
 import { modelVariantSchema, presetSchema } from './presets-schema.js';
 import { PROVIDER_PRESET_NAMES } from './provider-presets.js';
 import type { UnionToIntersection } from './provider-kind-schema.js';
@@ -417,6 +418,8 @@ export const configSchema = z
     audit: auditSchema.default({}),
     /** Alert webhooks and when alerts fire (alerts-schema.ts, docs/governance.md#alerts). */
     alerts: alertsSchema.default({}),
+    /** The Files API and gateway-run batches (batches-schema.ts, docs/batches.md). */
+    batches: batchesSchema.default({}),
   })
   .strict();
 

@@ -2,6 +2,7 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { LoadedConfig } from '../config/load.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import type { GatewayRuntime } from '../pipeline/state/runtime.js';
+import type { BatchRunner } from '../pipeline/batches/batch-runner.js';
 import { newRequestId } from '../util/ids.js';
 import { buildRuntime, type GatewayOptions } from './build-runtime.js';
 import type { AlertDispatcher } from '../alerts/alert-dispatcher.js';
@@ -33,6 +34,8 @@ export interface Gateway {
   routes(): RegisteredRoute[];
   /** Alerts (src/alerts/): tests wait on `idle()`. */
   alerts: AlertDispatcher;
+  /** The batch worker pool of this process (pipeline/batches/batch-runner.ts). */
+  batches: BatchRunner;
 }
 
 /**
@@ -76,13 +79,19 @@ export function buildGateway(options: GatewayOptions): Gateway {
   // The providers and models stored through the catalog API, in force before the first request.
   app.addHook('onReady', () => built.catalog.start());
   const rt = () => runtime;
-  const routes = registerRoutes(app, { rt, db: options.db, keys: built.keys, catalog: built.catalog, alerts: built.alerts, telemetry: options.telemetry, sso });
+  // Batch lines run once the server is up (and the migrations applied by then).
+  app.addHook('onReady', (done) => {
+    built.batches.start();
+    done();
+  });
+  const routes = registerRoutes(app, { rt, db: options.db, keys: built.keys, catalog: built.catalog, alerts: built.alerts, telemetry: options.telemetry, sso, batches: built.batches });
 
   return {
     app,
     routes,
     alerts: built.alerts,
     runtime: rt,
+    batches: built.batches,
     reload: (loaded) => built.reload(loaded),
     fileConfig: () => built.catalog.fileConfig(),
     async close() {

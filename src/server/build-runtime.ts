@@ -13,6 +13,7 @@ import { buildCatalog } from '../routing/catalog.js';
 import { HealthRegistry, type HealthSettings } from '../routing/endpoint-health.js';
 import { localHealth, RedisHealthSharing } from '../routing/health-sharing.js';
 import { fleetLease } from '../store/fleet-lease.js';
+import { BatchRunner } from '../pipeline/batches/batch-runner.js';
 import { GenerationWriter } from '../store/generation-writer.js';
 import { localKeyChanges, RedisKeyChangeNotifier } from '../store/key-change-notifier.js';
 import { startRetentionPurge } from '../store/retention-purge.js';
@@ -87,6 +88,8 @@ export interface BuiltRuntime {
   reload(loaded: LoadedConfig): void;
   /** The providers and models entered through the API, merged over the file's. */
   catalog: CatalogSync;
+  /** The batch worker pool of this process (pipeline/batches/), started when the server is ready. */
+  batches: BatchRunner;
   /** Stop the background work (retention purge, health sharing, MCP sessions and upstreams): before the server closes. */
   stopBackground(): Promise<void>;
   /** Flush records and close stores, pools, telemetry and Redis: after the server closed. */
@@ -165,7 +168,7 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
   // A key's allowed_tools may have changed: MCP sessions are told to list their tools again.
   keys.onKeysChanged(() => runtime.mcp.keysChanged());
   const healthSharing = redis ? new RedisHealthSharing(redis, runtime.health, log) : localHealth;
-  const stopPurge = options.purgeIntervalMs === 0 ? async () => {} : startRetentionPurge(db, log, options.purgeIntervalMs ?? 3_600_000, fleetLease(db, 'retention-purge'), () => ({ auditDays: runtime.config.audit.retention_days, alertDays: runtime.config.alerts.retention_days }));
+  const stopPurge = options.purgeIntervalMs === 0 ? async () => {} : startRetentionPurge(db, log, options.purgeIntervalMs ?? 3_600_000, fleetLease(db, 'retention-purge'), () => ({ auditDays: runtime.config.audit.retention_days, alertDays: runtime.config.alerts.retention_days }), config.batches.result_retention_days);
 
   /** Put a validated (merged) config in force: catalog, health settings, record settings, new pools. */
   const apply = (loaded: LoadedConfig) => {
@@ -187,6 +190,8 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
     options.loaded,
   );
 
+  const batches = new BatchRunner(() => runtime, db);
+
   return {
     runtime,
     redis,
@@ -194,10 +199,13 @@ export function buildRuntime(options: GatewayOptions, log: FastifyBaseLogger): B
     catalog,
     alerts,
     reload: (loaded) => catalog.setFile(loaded),
+    batches,
     async stopBackground() {
       catalog.stop();
       // Before the server closes: MCP sessions hold open GET streams (and stdio children).
       await runtime.mcp.close();
+      // The lines in flight end (their results and records written) while the pools are still open.
+      await batches.close();
       await stopPurge();
       unsubscribe(generationEnd.name as string, onGenerationEnd);
       await alerts.close();

@@ -6,6 +6,7 @@ import { gatewayErrorOf } from '../store/database.js';
 import type { ApiKey } from '../store/keys.js';
 import type { Database } from '../store/schema.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
+import type { BatchRunner } from '../pipeline/batches/batch-runner.js';
 import type { KeyResolver } from './auth.js';
 import { installClientLimits, sendBodyTooLarge } from './client-limits.js';
 import { registerCors } from './cors.js';
@@ -18,6 +19,8 @@ import { registerAuthRoutes } from './routes/auth.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { registerAlertRoutes } from './routes/alerts.js';
 import type { AlertDispatcher } from '../alerts/alert-dispatcher.js';
+import { registerBatchRoutes } from './routes/batches.js';
+import { registerMessageBatchRoutes } from './routes/message-batches.js';
 import { registerDashboard } from './routes/dashboard.js';
 import { registerGenerationRoutes } from './routes/generation.js';
 import { registerHealthRoute } from './routes/health.js';
@@ -82,6 +85,8 @@ export interface RouteDeps {
   telemetry?: Telemetry | undefined;
   /** Single sign-on (`dashboard.oidc`), when configured. */
   sso?: Sso | undefined;
+  /** The batch worker pool, told how many interactive requests are in flight. */
+  batches?: BatchRunner;
 }
 
 /** JSON only: any other content type (text/plain included) is a 415; compressed bodies too. */
@@ -125,6 +130,8 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): () => Reg
   // Before route auth: a refusal under overload costs no key lookup and no body read.
   const overload = installOverload(app, rt);
   const sso = deps.sso;
+  // The batch pool yields to the generation requests the server counts in flight.
+  if (deps.batches) deps.batches.interactiveInFlight = () => overload.inFlight;
   const routes = installRouteAuth(app, { keys, metricsAuth: () => rt().config.server.metrics_auth, session: sso && ((req) => sso.authenticate(req)) });
   app.addHook('onResponse', (req, reply, next) => {
     if ((req.log as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled?.('info') !== false) req.log.info({ method: req.method, url: loggedUrl(req.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
@@ -158,6 +165,8 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): () => Reg
   registerMcpRoutes(app, rt);
   registerAuthRoutes(app, sso, db);
   registerMcpCallRoutes(app, rt, db);
+  registerBatchRoutes(app, rt, db);
+  registerMessageBatchRoutes(app, rt, db);
   registerMethodNotAllowed();
   registerDashboard(app);
   return routes;

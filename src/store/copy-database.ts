@@ -4,7 +4,7 @@ import type { Database } from './schema.js';
 
 /**
  * Every table of the schema with its primary key, in copy order (keys first, then the records
- * and what is derived from them, then stored Responses API objects). The response cache is not
+ * and what is derived from them, then stored Responses API objects, then batch files, batches and their lines). The response cache is not
  * copied: it refills by itself. The copy pages through each table by its primary key.
  */
 export const COPY_TABLES = [
@@ -27,6 +27,10 @@ export const COPY_TABLES = [
   { table: 'alert_events', key: ['id'] },
   { table: 'alert_deliveries', key: ['id'] },
   { table: 'alert_state', key: ['subject'] },
+  { table: 'batch_files', key: ['id'] },
+  { table: 'batch_file_chunks', key: ['file_id', 'seq'] },
+  { table: 'batches', key: ['id'] },
+  { table: 'batch_lines', key: ['batch_id', 'line_no'] },
 ] as const satisfies readonly { table: keyof Database; key: readonly string[] }[];
 
 type CopyTable = (typeof COPY_TABLES)[number]['table'];

@@ -92,6 +92,8 @@ export interface GenerationRecord {
   readonly session: string | null;
   /** The app's end user as the row keeps it (store/end-users.ts `recordedEndUser`), or null; absent is null. */
   readonly endUser?: string | null;
+  /** The batch and line (`custom_id`) a batch line's generation ran for; absent for other requests. */
+  readonly batch?: { readonly batchId: string; readonly customId: string } | null;
   /** `none`, or the days text is kept. */
   readonly retention: 'none' | number;
   /** Request and output text; in the row only when retention is not `none`. */
@@ -148,6 +150,8 @@ export function generationRow(record: GenerationRecord, keepUpstreamErrorMessage
     tags: record.tags.length === 0 ? '[]' : JSON.stringify(record.tags),
     session: record.session,
     end_user: record.endUser ?? null,
+    batch_id: record.batch?.batchId ?? null,
+    custom_id: record.batch?.customId ?? null,
     retention: String(record.retention),
     detail: JSON.stringify(detail),
     content: record.retention === 'none' || record.content === null ? null : JSON.stringify(record.content),

@@ -450,6 +450,93 @@ export const MIGRATIONS: readonly Migration[] = [
         .execute();
     },
   },
+  {
+    // Batches (issue 24 items 2-4): files, batches and their queued lines; records name their batch line.
+    name: '0012_batches',
+    async up(db) {
+      const dialect = sqlDialectOf(db);
+      const text = dialect.text;
+      await db.schema.alterTable('generations').addColumn('batch_id', text).execute();
+      await db.schema.alterTable('generations').addColumn('custom_id', text).execute();
+      await db.schema.createIndex('generations_batch').on('generations').columns(['batch_id', 'custom_id']).execute();
+      await db.schema
+        .createTable('batch_files')
+        .addColumn('id', text, (c) => c.primaryKey())
+        .addColumn('key_id', text)
+        .addColumn('purpose', text, (c) => c.notNull())
+        .addColumn('filename', text, (c) => c.notNull())
+        .addColumn('bytes', 'bigint', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint')
+        .addColumn('batch_id', text)
+        .addColumn('role', text)
+        .execute();
+      await db.schema.createIndex('batch_files_key').on('batch_files').columns(['key_id', 'created_at']).execute();
+      await dialect
+        .keyOrdered(
+          db.schema
+            .createTable('batch_file_chunks')
+            .addColumn('file_id', text, (c) => c.notNull())
+            .addColumn('seq', 'integer', (c) => c.notNull())
+            .addColumn('data', text, (c) => c.notNull())
+            .addPrimaryKeyConstraint('batch_file_chunks_pk', ['file_id', 'seq']),
+        )
+        .execute();
+      await db.schema
+        .createTable('batches')
+        .addColumn('id', text, (c) => c.primaryKey())
+        .addColumn('key_id', text)
+        .addColumn('api', text, (c) => c.notNull())
+        .addColumn('endpoint', text, (c) => c.notNull())
+        .addColumn('input_file_id', text)
+        .addColumn('status', text, (c) => c.notNull())
+        .addColumn('completion_window', text, (c) => c.notNull())
+        .addColumn('metadata', text)
+        .addColumn('errors', text)
+        .addColumn('total', 'integer', (c) => c.notNull())
+        .addColumn('retention', text, (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('in_progress_at', 'bigint')
+        .addColumn('finalizing_at', 'bigint')
+        .addColumn('completed_at', 'bigint')
+        .addColumn('failed_at', 'bigint')
+        .addColumn('expired_at', 'bigint')
+        .addColumn('cancelling_at', 'bigint')
+        .addColumn('cancelled_at', 'bigint')
+        .addColumn('results_read_at', 'bigint')
+        .addColumn('output_file_id', text)
+        .addColumn('error_file_id', text)
+        .execute();
+      await db.schema.createIndex('batches_key').on('batches').columns(['key_id', 'api', 'created_at']).execute();
+      await db.schema.createIndex('batches_status').on('batches').columns(['status']).execute();
+      await dialect
+        .keyOrdered(
+          db.schema
+            .createTable('batch_lines')
+            .addColumn('batch_id', text, (c) => c.notNull())
+            .addColumn('line_no', 'integer', (c) => c.notNull())
+            .addColumn('custom_id', text, (c) => c.notNull())
+            .addColumn('line_id', text, (c) => c.notNull())
+            .addColumn('key_id', text)
+            .addColumn('model', text, (c) => c.notNull())
+            .addColumn('body', text, (c) => c.notNull())
+            .addColumn('state', text, (c) => c.notNull())
+            .addColumn('lease_owner', text)
+            .addColumn('lease_until', 'bigint', (c) => c.notNull())
+            .addColumn('not_before', 'bigint', (c) => c.notNull())
+            .addColumn('tries', 'integer', (c) => c.notNull())
+            .addColumn('status_code', 'integer')
+            .addColumn('result', text)
+            .addColumn('generation_id', text)
+            .addColumn('request_id', text)
+            .addColumn('finished_at', 'bigint')
+            .addPrimaryKeyConstraint('batch_lines_pk', ['batch_id', 'line_no']),
+        )
+        .execute();
+      await db.schema.createIndex('batch_lines_claim').on('batch_lines').columns(['state', 'batch_id', 'line_no']).execute();
+    },
+  },
 ];
 
 /**

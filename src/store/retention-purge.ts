@@ -2,6 +2,7 @@ import { sql, type Kysely, type SqlBool } from 'kysely';
 import type { Database } from './schema.js';
 import { purgeExpiredResponses } from './stored-responses.js';
 import { purgeExpiredMcpCallText } from './mcp-calls.js';
+import { purgeBatches } from './batch-store.js';
 import type { FleetLease } from './fleet-lease.js';
 import { purgeExpiredAudit } from './audit-log.js';
 import { purgeExpiredAlerts } from './alerts.js';
@@ -68,7 +69,7 @@ export interface LogRetention {
  * asking for the lease again each time.
  * @returns a function that stops the timer and gives the lease up.
  */
-export function startRetentionPurge(db: Kysely<Database>, log: PurgeLogger, intervalMs: number, lease?: FleetLease, retention?: () => LogRetention): () => Promise<void> {
+export function startRetentionPurge(db: Kysely<Database>, log: PurgeLogger, intervalMs: number, lease?: FleetLease, retention?: () => LogRetention, batchResultDays = 29): () => Promise<void> {
   let running = false;
   let stopped = false;
   let retryDelay = PURGE_RETRY_MIN_MS;
@@ -95,8 +96,9 @@ export function startRetentionPurge(db: Kysely<Database>, log: PurgeLogger, inte
       const keep = retention?.();
       const audit = keep ? await purgeExpiredAudit(db, keep.auditDays, started) : 0;
       const alerts = keep ? await purgeExpiredAlerts(db, keep.alertDays, started) : 0;
+      const batches = await purgeBatches(db, started, started - batchResultDays * DAY_MS);
       retryDelay = PURGE_RETRY_MIN_MS;
-      if (!stopped) log.info({ purged, responses, mcpCalls, audit, alerts, ms: Date.now() - started }, 'retention purge');
+      if (!stopped) log.info({ purged, responses, mcpCalls, audit, alerts, files: batches.files, batches: batches.batches, ms: Date.now() - started }, 'retention purge');
     } catch (err) {
       if (!stopped) log.error({ err, retryInMs: Math.min(retryDelay, intervalMs) }, 'retention purge failed; it runs again later');
       retryLater();

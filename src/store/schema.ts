@@ -67,6 +67,10 @@ export interface GenerationsTable {
   session: string | null;
   /** The app's end user (`user`, `x-op-user`): as sent, or `sha256:<hash>` under retention `none`; since migration `0011_end_users`. */
   end_user?: string | null;
+  /** The batch (`batch_…` / `msgbatch_…`) a batch line's generation ran for, else null; absent is null. */
+  batch_id?: string | null;
+  /** The batch line's `custom_id`, else null; absent is null. */
+  custom_id?: string | null;
   retention: string;
   /** JSON: attempts, dropped parameters, warnings. */
   detail: string;
@@ -166,7 +170,7 @@ export const GENERATION_COLUMNS = Object.keys({
   id: 0, request_id: 0, created_at: 0, key_id: 0, requested_model: 0, served_model: 0, provider: 0, endpoint: 0, upstream_model: 0,
   status: 0, error_code: 0, error_message: 0, http_status: 0, finish_reason: 0, native_finish_reason: 0, api: 0, streamed: 0, cancelled: 0,
   prompt_tokens: 0, completion_tokens: 0, reasoning_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, usage_source: 0, cost_pico: 0,
-  latency_ms: 0, ttft_ms: 0, tags: 0, session: 0, end_user: 0, retention: 0, detail: 0, content: 0,
+  latency_ms: 0, ttft_ms: 0, tags: 0, session: 0, end_user: 0, batch_id: 0, custom_id: 0, retention: 0, detail: 0, content: 0,
 } satisfies Record<keyof GenerationsTable, 0>) as readonly (keyof GenerationsTable)[];
 
 /** Every column of `generation_tags`, in the order the record writer binds them. */
@@ -195,6 +199,10 @@ export interface Database {
   alert_events: AlertEventsTable;
   alert_deliveries: AlertDeliveriesTable;
   alert_state: AlertStateTable;
+  batch_files: BatchFilesTable;
+  batch_file_chunks: BatchFileChunksTable;
+  batches: BatchesTable;
+  batch_lines: BatchLinesTable;
 }
 
 /**
@@ -314,6 +322,98 @@ export interface AlertStateTable {
   state: string;
   version: number;
   updated_at: number;
+}
+
+/**
+ * A file of the Files API (`POST /v1/files`, purpose `batch`), or a batch's output or error
+ * file (`batch_output`, its content made from the batch's lines). Times in unix ms.
+ */
+export interface BatchFilesTable {
+  id: string;
+  /** The uploading key; null for the admin key. */
+  key_id: string | null;
+  purpose: string;
+  filename: string;
+  bytes: number;
+  created_at: number;
+  expires_at: number | null;
+  /** For `batch_output` files: the batch they are made from; else null. */
+  batch_id: string | null;
+  /** For `batch_output` files: `output` or `error`; else null. */
+  role: string | null;
+}
+
+/** An uploaded file's bytes, in order (`seq` from 0), as UTF-8 text of at most 1 MiB each. */
+export interface BatchFileChunksTable {
+  file_id: string;
+  seq: number;
+  data: string;
+}
+
+/** A batch (OpenAI Batch or Anthropic Message Batch), run by the gateway. Times in unix ms. */
+export interface BatchesTable {
+  id: string;
+  key_id: string | null;
+  /** `openai` or `anthropic`: the API the batch was created through. */
+  api: string;
+  /** The endpoint of every line (`/v1/chat/completions`, …; `/v1/messages` for Anthropic). */
+  endpoint: string;
+  input_file_id: string | null;
+  /** OpenAI's status names: validating, in_progress, finalizing, completed, failed, expired, cancelling, cancelled. */
+  status: string;
+  completion_window: string;
+  /** JSON object or null. */
+  metadata: string | null;
+  /** JSON `{data: [{code, message, param, line}]}` of a failed batch, else null. */
+  errors: string | null;
+  total: number;
+  /** The key's retention when the batch was made (`none` or days), for the batch's own files. */
+  retention: string;
+  created_at: number;
+  expires_at: number;
+  in_progress_at: number | null;
+  finalizing_at: number | null;
+  completed_at: number | null;
+  failed_at: number | null;
+  expired_at: number | null;
+  cancelling_at: number | null;
+  cancelled_at: number | null;
+  /** When its results were first read (retention `none`: the inputs and outputs go then). */
+  results_read_at: number | null;
+  output_file_id: string | null;
+  error_file_id: string | null;
+}
+
+/**
+ * One line of a batch, queued for the workers. `state`: `queued` → `running` (held by
+ * `lease_owner` until `lease_until`) → `done` (its result written in the same transaction as its
+ * generation record); `canceled` and `expired` for lines that never ran.
+ */
+export interface BatchLinesTable {
+  batch_id: string;
+  /** 0-based position in the input. */
+  line_no: number;
+  custom_id: string;
+  /** The `batch_req_…` id of the line's output. */
+  line_id: string;
+  key_id: string | null;
+  model: string;
+  /** The request body (JSON). */
+  body: string;
+  state: string;
+  lease_owner: string | null;
+  lease_until: number;
+  /** Not claimed before this time (a rate-limited line waits), unix ms. */
+  not_before: number;
+  /** Runs that were retried (rate limited). */
+  tries: number;
+  /** HTTP status of the answer, when done. */
+  status_code: number | null;
+  /** The answer body (JSON), when done. */
+  result: string | null;
+  generation_id: string | null;
+  request_id: string | null;
+  finished_at: number | null;
 }
 
 /** One cached answer of the exact response cache (src/cache/). Times in ms since the epoch. */

@@ -83,6 +83,13 @@ export interface StoreDialect {
    * its own transaction on PostgreSQL (DDL is transactional there), inline on SQLite (already
    * inside the `begin immediate` transaction).
    */
+  /**
+   * Run `fn` in a transaction that reads and then writes (the batch queue's claims): SQLite
+   * `begin immediate`, so it holds the write lock from the start (a deferred transaction that
+   * read first fails with SQLITE_BUSY when another process wrote meanwhile, whatever the busy
+   * timeout); PostgreSQL an ordinary transaction (its rows locked by the reads themselves).
+   */
+  writeTransaction<T>(db: Kysely<Database>, fn: (trx: Kysely<Database>) => Promise<T>): Promise<T>;
   withMigrationLock<T>(db: Kysely<Database>, fn: (conn: Kysely<Database>, step: <R>(run: (trx: Kysely<Database>) => Promise<R>) => Promise<R>) => Promise<T>): Promise<T>;
   /**
    * The plan of a query, one line per node (`EXPLAIN QUERY PLAN` / `EXPLAIN`), for benches and
@@ -268,6 +275,19 @@ const sqlite: StoreDialect = {
   keyOrdered: (table) => table.modifyEnd(sql`without rowid`),
   createExpressionStatistics: async () => {},
   serializeRollupWrites: async () => {},
+  async writeTransaction(db, fn) {
+    return db.connection().execute(async (conn) => {
+      await sql`begin immediate`.execute(conn);
+      try {
+        const result = await fn(conn);
+        await sql`commit`.execute(conn);
+        return result;
+      } catch (err) {
+        await sql`rollback`.execute(conn).catch(() => {});
+        throw err;
+      }
+    });
+  },
   async withMigrationLock(db, fn) {
     return db.connection().execute(async (conn) => {
       await sql`begin immediate`.execute(conn);
@@ -342,6 +362,7 @@ const postgres: StoreDialect = {
   async serializeRollupWrites(trx) {
     await sql`select pg_advisory_xact_lock(${ROLLUP_LOCK})`.execute(trx);
   },
+  writeTransaction: (db, fn) => db.transaction().execute((trx) => fn(trx)),
   async createExpressionStatistics(db, name, table, expressions) {
     await sql`create statistics ${sql.id(name)} on ${sql.join(expressions.map((e) => sql`(${e})`))} from ${sql.table(table)}`.execute(db);
     await sql`analyze ${sql.table(table)}`.execute(db);

@@ -84,6 +84,8 @@ const FAILED_ROW: Omit<GenerationsTable, 'error_message' | 'retention' | 'detail
   tags: '["t1","preset:x"]',
   session: 'sess',
   end_user: null,
+  batch_id: null,
+  custom_id: null,
 };
 
 const ATTEMPTS = '[{"endpoint":"prov/a","provider":"prov","model":"up-model","status":500,"error_code":"upstream_error","latency_ms":12,"reason":"provider.order"}]';
@@ -137,7 +139,7 @@ describe('generationRow', () => {
       id: 'gen_2', request_id: 'req_2', created_at: 5, key_id: null, requested_model: 'b/model', served_model: null, provider: null, endpoint: null,
       upstream_model: null, status: 'success', error_code: null, error_message: null, http_status: 200, finish_reason: null, native_finish_reason: null,
       api: 'chat', streamed: 0, cancelled: 0, prompt_tokens: null, completion_tokens: null, reasoning_tokens: null, cached_tokens: null,
-      cache_write_tokens: null, usage_source: null, cost_pico: 0n, latency_ms: 7, ttft_ms: null, tags: '[]', session: null, end_user: null, retention: 'none',
+      cache_write_tokens: null, usage_source: null, cost_pico: 0n, latency_ms: 7, ttft_ms: null, tags: '[]', session: null, end_user: null, batch_id: null, custom_id: null, retention: 'none',
       detail: '{"attempts":[],"routing_reason":null,"dropped_parameters":[],"warnings":[]}', content: null,
     };
     assert.deepEqual(generationRow(d, false), fresh);

@@ -27,7 +27,7 @@ function row(id: string, over: Partial<GenerationsTable> = {}): GenerationsTable
     id, request_id: `req_${id}`, created_at: 1_765_000_000_123, key_id: 'k1', requested_model: 'test/model', served_model: 'test/modèle', provider: 'up', endpoint: 'up/x', upstream_model: 'x',
     status: 'success', error_code: null, error_message: 'ошибка', http_status: 200, finish_reason: 'stop', native_finish_reason: 'end_turn', api: 'chat', streamed: 1, cancelled: 0,
     prompt_tokens: 10, completion_tokens: 5, reasoning_tokens: null, cached_tokens: 0, cache_write_tokens: null, usage_source: 'upstream', cost_pico: 9_007_199_254_740_993n, latency_ms: 12, ttft_ms: 3,
-    tags: '["t"]', session: 's1', end_user: 'u1', retention: '30', detail: '{"attempts":[]}', content: '{"request":"日本"}', ...over,
+    tags: '["t"]', session: 's1', end_user: 'u1', batch_id: 'batch_1', custom_id: 'c-1', retention: '30', detail: '{"attempts":[]}', content: '{"request":"日本"}', ...over,
   };
 }
 
@@ -68,7 +68,7 @@ describe('record writer statements', () => {
     assert.deepEqual(await readBack(store.db, 'gen_kept'), { ...kept });
     const nulls = await readBack(store.db, 'gen_nulls');
     assert.deepEqual([nulls?.key_id, nulls?.served_model, nulls?.prompt_tokens, nulls?.ttft_ms, nulls?.content, nulls?.cost_pico], [null, null, null, null, null, 0n]);
-    assert.equal(GENERATION_COLUMNS.length, 33);
+    assert.equal(GENERATION_COLUMNS.length, 35);
   });
 
   test('insertRows: a refused row throws the database\'s error (duplicate id) and the transaction can be rolled back', async () => {

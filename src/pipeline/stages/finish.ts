@@ -63,7 +63,8 @@ export function keepRecordText(draft: GenerationDraft, input: GenerationInput, o
  */
 export function finishGeneration(rt: GatewayRuntime, draft: GenerationDraft): Promise<void> | void {
   const row = generationRow(draft, rt.config.records.keep_upstream_error_message);
-  const written = rt.writer.add(row);
+  // A batch line's record is written by its worker, with the line's result (pipeline/batches/).
+  const written = draft.captureRow ? draft.captureRow(row) : rt.writer.add(row);
   recordMetrics(rt, row, draft);
   if (generationEnd.hasSubscribers) generationEnd.publish({ draft, latencyMs: row.latency_ms, metrics: rt.metrics } satisfies GenerationEndEvent);
   rt.log.info(

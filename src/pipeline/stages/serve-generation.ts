@@ -24,6 +24,18 @@ import { planAttempts } from './plan.js';
 import { clientClosed } from '../attempt/attempt.js';
 import { planCache, serveFromCache, storeInCache, type CachePlan } from './response-cache.js';
 import type { GatewayRuntime } from '../state/runtime.js';
+import type { GenerationsTable } from '../../store/schema.js';
+
+/**
+ * A batch line run through the pipeline (pipeline/batches/): the record names the batch and the
+ * line's `custom_id`, and goes to `capture` (the worker writes it with the line's result, in one
+ * transaction) instead of the record writer.
+ */
+export interface BatchLineOrigin {
+  readonly batchId: string;
+  readonly customId: string;
+  readonly capture: (row: GenerationsTable) => void;
+}
 
 /**
  * The request pipeline, the same for every client API: validate (the API's schema) → admit (allowed
@@ -32,10 +44,14 @@ import type { GatewayRuntime } from '../state/runtime.js';
  * {@link ClientSink}. Exactly one generation record per request, whatever happens.
  */
 export async function serveGeneration(
-  rt: GatewayRuntime, ingress: IngressAdapter, body: unknown, key: ApiKey, requestId: string, sink: ClientSink, headers?: Readonly<Record<string, string>>, cacheHeader?: string, userHeader?: string,
+  rt: GatewayRuntime, ingress: IngressAdapter, body: unknown, key: ApiKey, requestId: string, sink: ClientSink, headers?: Readonly<Record<string, string>>, cacheHeader?: string, userHeader?: string, batchLine?: BatchLineOrigin,
 ): Promise<void> {
   const model = peek(body, 'model');
   const draft = new GenerationDraft(newGenerationId(), requestId, key.isAdmin ? null : key.id, ingress.api, peek(body, 'stream') === true, typeof model === 'string' ? model.slice(0, 200) : '');
+  if (batchLine) {
+    draft.batch = { batchId: batchLine.batchId, customId: batchLine.customId };
+    draft.captureRow = batchLine.capture;
+  }
   // Every answer keeps exactly one record: with the record queue at its bound (the database down
   // for long), refuse before any work, and keep no record of the refusal (counted as dropped).
   if (rt.writer.full(rt.inFlight)) {

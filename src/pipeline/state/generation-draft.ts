@@ -2,6 +2,7 @@ import type { Usage } from '../../core/chat-types.js';
 import type { GatewayError, UpstreamErrorInfo } from '../../errors/gateway-error.js';
 import type { ClientApi } from '../../ingress/types.js';
 import type { GenerationRecord, RecordedAttempt } from '../../store/generation-row.js';
+import type { GenerationsTable } from '../../store/schema.js';
 
 /** The pass-through lane's answer as the client got it: the upstream's body, or its events (SSE text). */
 export type RelayedAnswer = { body: unknown } | { events: string };
@@ -52,6 +53,13 @@ export class GenerationDraft implements GenerationRecord {
   content: { request: unknown; output: unknown } | null = null;
   /** The app's end user as the record keeps it (store/end-users.ts `recordedEndUser`), or null. */
   endUser: string | null = null;
+  /** The batch line this generation runs (its batch id and `custom_id`); null for every other request. */
+  batch: { readonly batchId: string; readonly customId: string } | null = null;
+  /**
+   * Where the record goes instead of the record writer: a batch line's worker writes it in the
+   * same transaction as the line's result (pipeline/batches/). Not part of the record.
+   */
+  captureRow: ((row: GenerationsTable) => void) | null = null;
   /**
    * Limit store ids whose token-per-minute windows count this request's tokens besides the
    * key's (its team's, its end user's: set by the admit stage). Not part of the record.

@@ -26,6 +26,8 @@ export const messagesIngress: GenerationIngress<MessagesRequest> = {
   path: '/v1/messages',
   // `count_tokens` reads the same body and headers (pipeline/stages/count-tokens.ts).
   routes: [{ method: 'POST', path: '/v1/messages/count_tokens', operation: 'count-tokens', access: 'key' }],
+  // The Message Batches API (server/routes/message-batches.ts) answers errors in this envelope.
+  pathPrefixes: ['/v1/messages/batches'],
   genAiOperation: 'chat',
   // `count_tokens` is a Messages body too.
   bodyLists: { items: { field: 'messages', noun: 'messages' }, partFields: ['content'], nestedParts: 'content', topParts: ['system'], fixed: [TOOLS_LIST] },
