@@ -33,7 +33,7 @@ type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-ex
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const run = promisify(execFile);
 
-const DEFAULT_KEY_SETTINGS = { limit: null, limit_reset: 'never', rate_limit: { requests_per_minute: null, tokens_per_minute: null }, allowed_models: [], allowed_tools: [], max_tools: null, retention: null, cache: null, end_user_limits: { requests_per_minute: null, tokens_per_minute: null, usd_per_day: null } };
+const DEFAULT_KEY_SETTINGS = { limit: null, limit_reset: 'never', rate_limit: { requests_per_minute: null, tokens_per_minute: null }, allowed_models: [], allowed_tools: [], max_tools: null, mcp_calls_per_minute: null, retention: null, cache: null, end_user_limits: { requests_per_minute: null, tokens_per_minute: null, usd_per_day: null } };
 
 describe('the audit log', () => {
   let upstream: Upstream;
