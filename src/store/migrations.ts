@@ -327,130 +327,6 @@ export const MIGRATIONS: readonly Migration[] = [
     },
   },
   {
-    // MCP tool-call records (issue 22 item 4): one row per tools/call, beside the generations.
-    name: '0013_mcp_tool_calls',
-    async up(db) {
-      const { text } = sqlDialectOf(db);
-      await db.schema
-        .createTable('mcp_tool_calls')
-        .addColumn('id', text, (c) => c.primaryKey())
-        .addColumn('created_at', 'bigint', (c) => c.notNull())
-        .addColumn('key_id', text)
-        .addColumn('team_id', text)
-        .addColumn('request_id', text)
-        .addColumn('session_id', text, (c) => c.notNull())
-        .addColumn('server', text, (c) => c.notNull())
-        .addColumn('tool', text, (c) => c.notNull())
-        .addColumn('status', text, (c) => c.notNull())
-        .addColumn('error_code', text)
-        .addColumn('error_message', text)
-        .addColumn('latency_ms', 'integer', (c) => c.notNull())
-        .addColumn('request_bytes', 'bigint', (c) => c.notNull())
-        .addColumn('response_bytes', 'bigint', (c) => c.notNull())
-        .addColumn('retention', text, (c) => c.notNull())
-        .addColumn('arguments', text)
-        .addColumn('result', text)
-        .execute();
-      await db.schema.createIndex('mcp_tool_calls_created').on('mcp_tool_calls').columns(['created_at', 'id']).execute();
-      await db.schema.createIndex('mcp_tool_calls_key_created').on('mcp_tool_calls').columns(['key_id', 'created_at']).execute();
-      await db.schema.createIndex('mcp_tool_calls_server_tool').on('mcp_tool_calls').columns(['server', 'tool', 'created_at']).execute();
-    },
-  },
-  // 0012 and 0015 are other changes' (applied by name: gaps and order of arrival are fine).
-  {
-    // The catalog without a redeploy (issue 23 item 6): providers and models entered through the
-    // admin API, merged with the config file's; `catalog_revision` counts every change.
-    name: '0016_catalog_entries',
-    async up(db) {
-      const text = sqlDialectOf(db).text;
-      await db.schema
-        .createTable('catalog_entries')
-        .addColumn('kind', text, (c) => c.notNull())
-        .addColumn('id', text, (c) => c.notNull())
-        .addColumn('entry', text, (c) => c.notNull())
-        .addColumn('created_at', 'bigint', (c) => c.notNull())
-        .addColumn('updated_at', 'bigint', (c) => c.notNull())
-        .addColumn('updated_by', text)
-        .addPrimaryKeyConstraint('catalog_entries_pk', ['kind', 'id'])
-        .execute();
-      await db.schema
-        .createTable('catalog_revision')
-        .addColumn('id', 'integer', (c) => c.primaryKey())
-        .addColumn('revision', 'bigint', (c) => c.notNull())
-        .execute();
-      await db.insertInto('catalog_revision').values({ id: 1, revision: 0 }).execute();
-    },
-  },
-  {
-    // The audit log and alerts (issue 23 items 4 and 5): admin changes, append-only; alert
-    // webhooks made through the API; alert events (one per dedupe key across the fleet), their
-    // deliveries, and the fleet-wide state of what alerts watch (a breaker open or closed).
-    name: '0014_audit_log_and_alerts',
-    async up(db) {
-      const text = sqlDialectOf(db).text;
-      await db.schema
-        .createTable('audit_log')
-        .addColumn('id', text, (c) => c.primaryKey())
-        .addColumn('created_at', 'bigint', (c) => c.notNull())
-        .addColumn('actor_type', text, (c) => c.notNull())
-        .addColumn('actor_id', text, (c) => c.notNull())
-        .addColumn('action', text, (c) => c.notNull())
-        .addColumn('target_type', text, (c) => c.notNull())
-        .addColumn('target_id', text)
-        .addColumn('before', text)
-        .addColumn('after', text)
-        .addColumn('request_id', text)
-        .addColumn('source_ip', text)
-        .execute();
-      await db.schema.createIndex('audit_log_time').on('audit_log').columns(['created_at', 'id']).execute();
-      await db.schema.createIndex('audit_log_target').on('audit_log').columns(['target_type', 'target_id', 'created_at']).execute();
-      await db.schema.createIndex('audit_log_action').on('audit_log').columns(['action', 'created_at']).execute();
-      await db.schema
-        .createTable('alert_webhooks')
-        .addColumn('id', text, (c) => c.primaryKey())
-        .addColumn('url', text, (c) => c.notNull())
-        .addColumn('format', text, (c) => c.notNull())
-        .addColumn('secret_env', text)
-        .addColumn('events', text, (c) => c.notNull().defaultTo('[]'))
-        .addColumn('created_at', 'bigint', (c) => c.notNull())
-        .execute();
-      await db.schema
-        .createTable('alert_events')
-        .addColumn('id', text, (c) => c.primaryKey())
-        .addColumn('dedupe_key', text, (c) => c.notNull().unique())
-        .addColumn('type', text, (c) => c.notNull())
-        .addColumn('created_at', 'bigint', (c) => c.notNull())
-        .addColumn('data', text, (c) => c.notNull())
-        .execute();
-      await db.schema.createIndex('alert_events_time').on('alert_events').column('created_at').execute();
-      await db.schema
-        .createTable('alert_deliveries')
-        .addColumn('id', text, (c) => c.primaryKey())
-        .addColumn('event_id', text, (c) => c.notNull())
-        .addColumn('webhook_id', text, (c) => c.notNull())
-        .addColumn('url', text, (c) => c.notNull())
-        .addColumn('status', text, (c) => c.notNull())
-        .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
-        .addColumn('next_attempt_at', 'bigint', (c) => c.notNull())
-        .addColumn('claimed_until', 'bigint', (c) => c.notNull().defaultTo(0))
-        .addColumn('last_status', 'integer')
-        .addColumn('last_error', text)
-        .addColumn('created_at', 'bigint', (c) => c.notNull())
-        .addColumn('delivered_at', 'bigint')
-        .addUniqueConstraint('alert_deliveries_event_webhook', ['event_id', 'webhook_id'])
-        .execute();
-      await db.schema.createIndex('alert_deliveries_due').on('alert_deliveries').columns(['status', 'next_attempt_at']).execute();
-      await db.schema.createIndex('alert_deliveries_time').on('alert_deliveries').column('created_at').execute();
-      await db.schema
-        .createTable('alert_state')
-        .addColumn('subject', text, (c) => c.primaryKey())
-        .addColumn('state', text, (c) => c.notNull())
-        .addColumn('version', 'integer', (c) => c.notNull())
-        .addColumn('updated_at', 'bigint', (c) => c.notNull())
-        .execute();
-    },
-  },
-  {
     // Batches (issue 24 items 2-4): files, batches and their queued lines; records name their batch line.
     name: '0012_batches',
     async up(db) {
@@ -535,6 +411,130 @@ export const MIGRATIONS: readonly Migration[] = [
         )
         .execute();
       await db.schema.createIndex('batch_lines_claim').on('batch_lines').columns(['state', 'batch_id', 'line_no']).execute();
+    },
+  },
+  {
+    // MCP tool-call records (issue 22 item 4): one row per tools/call, beside the generations.
+    name: '0013_mcp_tool_calls',
+    async up(db) {
+      const { text } = sqlDialectOf(db);
+      await db.schema
+        .createTable('mcp_tool_calls')
+        .addColumn('id', text, (c) => c.primaryKey())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('key_id', text)
+        .addColumn('team_id', text)
+        .addColumn('request_id', text)
+        .addColumn('session_id', text, (c) => c.notNull())
+        .addColumn('server', text, (c) => c.notNull())
+        .addColumn('tool', text, (c) => c.notNull())
+        .addColumn('status', text, (c) => c.notNull())
+        .addColumn('error_code', text)
+        .addColumn('error_message', text)
+        .addColumn('latency_ms', 'integer', (c) => c.notNull())
+        .addColumn('request_bytes', 'bigint', (c) => c.notNull())
+        .addColumn('response_bytes', 'bigint', (c) => c.notNull())
+        .addColumn('retention', text, (c) => c.notNull())
+        .addColumn('arguments', text)
+        .addColumn('result', text)
+        .execute();
+      await db.schema.createIndex('mcp_tool_calls_created').on('mcp_tool_calls').columns(['created_at', 'id']).execute();
+      await db.schema.createIndex('mcp_tool_calls_key_created').on('mcp_tool_calls').columns(['key_id', 'created_at']).execute();
+      await db.schema.createIndex('mcp_tool_calls_server_tool').on('mcp_tool_calls').columns(['server', 'tool', 'created_at']).execute();
+    },
+  },
+  {
+    // The audit log and alerts (issue 23 items 4 and 5): admin changes, append-only; alert
+    // webhooks made through the API; alert events (one per dedupe key across the fleet), their
+    // deliveries, and the fleet-wide state of what alerts watch (a breaker open or closed).
+    name: '0014_audit_log_and_alerts',
+    async up(db) {
+      const text = sqlDialectOf(db).text;
+      await db.schema
+        .createTable('audit_log')
+        .addColumn('id', text, (c) => c.primaryKey())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('actor_type', text, (c) => c.notNull())
+        .addColumn('actor_id', text, (c) => c.notNull())
+        .addColumn('action', text, (c) => c.notNull())
+        .addColumn('target_type', text, (c) => c.notNull())
+        .addColumn('target_id', text)
+        .addColumn('before', text)
+        .addColumn('after', text)
+        .addColumn('request_id', text)
+        .addColumn('source_ip', text)
+        .execute();
+      await db.schema.createIndex('audit_log_time').on('audit_log').columns(['created_at', 'id']).execute();
+      await db.schema.createIndex('audit_log_target').on('audit_log').columns(['target_type', 'target_id', 'created_at']).execute();
+      await db.schema.createIndex('audit_log_action').on('audit_log').columns(['action', 'created_at']).execute();
+      await db.schema
+        .createTable('alert_webhooks')
+        .addColumn('id', text, (c) => c.primaryKey())
+        .addColumn('url', text, (c) => c.notNull())
+        .addColumn('format', text, (c) => c.notNull())
+        .addColumn('secret_env', text)
+        .addColumn('events', text, (c) => c.notNull().defaultTo('[]'))
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('alert_events')
+        .addColumn('id', text, (c) => c.primaryKey())
+        .addColumn('dedupe_key', text, (c) => c.notNull().unique())
+        .addColumn('type', text, (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('data', text, (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('alert_events_time').on('alert_events').column('created_at').execute();
+      await db.schema
+        .createTable('alert_deliveries')
+        .addColumn('id', text, (c) => c.primaryKey())
+        .addColumn('event_id', text, (c) => c.notNull())
+        .addColumn('webhook_id', text, (c) => c.notNull())
+        .addColumn('url', text, (c) => c.notNull())
+        .addColumn('status', text, (c) => c.notNull())
+        .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('next_attempt_at', 'bigint', (c) => c.notNull())
+        .addColumn('claimed_until', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('last_status', 'integer')
+        .addColumn('last_error', text)
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('delivered_at', 'bigint')
+        .addUniqueConstraint('alert_deliveries_event_webhook', ['event_id', 'webhook_id'])
+        .execute();
+      await db.schema.createIndex('alert_deliveries_due').on('alert_deliveries').columns(['status', 'next_attempt_at']).execute();
+      await db.schema.createIndex('alert_deliveries_time').on('alert_deliveries').column('created_at').execute();
+      await db.schema
+        .createTable('alert_state')
+        .addColumn('subject', text, (c) => c.primaryKey())
+        .addColumn('state', text, (c) => c.notNull())
+        .addColumn('version', 'integer', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .execute();
+    },
+  },
+  // 0015 is unused (the steps are applied by name, so a gap in the numbers is fine).
+  {
+    // The catalog without a redeploy (issue 23 item 6): providers and models entered through the
+    // admin API, merged with the config file's; `catalog_revision` counts every change.
+    name: '0016_catalog_entries',
+    async up(db) {
+      const text = sqlDialectOf(db).text;
+      await db.schema
+        .createTable('catalog_entries')
+        .addColumn('kind', text, (c) => c.notNull())
+        .addColumn('id', text, (c) => c.notNull())
+        .addColumn('entry', text, (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_by', text)
+        .addPrimaryKeyConstraint('catalog_entries_pk', ['kind', 'id'])
+        .execute();
+      await db.schema
+        .createTable('catalog_revision')
+        .addColumn('id', 'integer', (c) => c.primaryKey())
+        .addColumn('revision', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.insertInto('catalog_revision').values({ id: 1, revision: 0 }).execute();
     },
   },
 ];
