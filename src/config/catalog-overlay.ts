@@ -1,3 +1,4 @@
+import { PROVIDER_PRESETS } from './provider-presets.js';
 import type { GatewayConfig } from './schema.js';
 
 /**
@@ -13,6 +14,9 @@ import type { GatewayConfig } from './schema.js';
  */
 
 type Loose = Record<string, unknown>;
+
+/** Most `headers` a provider entered through the API may carry. */
+const MAX_API_HEADERS = 64;
 
 /** A stored entry as the merge needs it: which list, its id, and the file-shaped entry with its secrets open. */
 export interface OverlayEntry {
@@ -89,6 +93,30 @@ export function mapSecrets(entry: Loose, fn: (value: string, path: SecretPath) =
   return copy;
 }
 
+/** `entry` without the secret values that read {@link REDACTED} (as `GET /v1/catalog` showed them). */
+function withoutRedacted(entry: Loose): Loose {
+  const out: Loose = { ...entry };
+  if (out.api_key === REDACTED) delete out.api_key;
+  if (Array.isArray(out.api_keys) && out.api_keys.some((k) => (k as Loose)?.key === REDACTED)) delete out.api_keys;
+  for (const group of ['headers', 'entra'] as const) {
+    const g = out[group];
+    if (g && typeof g === 'object') out[group] = Object.fromEntries(Object.entries(g as Loose).filter(([, v]) => v !== REDACTED));
+  }
+  return out;
+}
+
+/** The secret paths whose values differ between two entries (sealed values compared as stored): for the audit log, which never holds the values. */
+export function changedSecrets(before: Loose | undefined, after: Loose | undefined): string[] {
+  const values = (e: Loose | undefined) => {
+    const m = new Map<string, string>();
+    if (e) mapSecrets(e, (v, path) => (m.set(path.join('.'), v), v));
+    return m;
+  };
+  const a = values(before);
+  const b = values(after);
+  return [...new Set([...a.keys(), ...b.keys()])].filter((k) => a.get(k) !== b.get(k)).sort();
+}
+
 /** What a redacted secret reads as in the API and the dashboard. */
 export const REDACTED = '[redacted]';
 
@@ -110,6 +138,11 @@ export function apiEntryRefusals(kind: 'provider' | 'model', entry: Loose): stri
   walk(entry, '');
   if (kind !== 'provider') return issues;
   if (entry.kind === 'local') issues.push('kind: kind "local" runs an engine process on the host and is accepted from the config file only');
+  // A preset's key default is `${VAR}`, read from the environment only in the file: the API needs the key itself.
+  const preset = typeof entry.preset === 'string' ? (PROVIDER_PRESETS as Record<string, { key_env?: string }>)[entry.preset] : undefined;
+  if (preset?.key_env && entry.api_key === undefined && entry.api_keys === undefined) issues.push(`api_key: preset "${String(entry.preset)}" takes its key from ${preset.key_env} in the config file only; through the API, enter api_key (it is stored encrypted)`);
+  const headerCount = entry.headers && typeof entry.headers === 'object' ? Object.keys(entry.headers).length : 0;
+  if (headerCount > MAX_API_HEADERS) issues.push(`headers: ${headerCount} headers; at most ${MAX_API_HEADERS} through the API`);
   const fileFields: [string, string][] = [['vertex', 'key_file'], ['entra', 'certificate_path'], ['entra', 'federated_token_file']];
   for (const [group, field] of fileFields) {
     const g = entry[group] as Loose | undefined;
@@ -123,7 +156,9 @@ export function apiEntryRefusals(kind: 'provider' | 'model', entry: Loose): stri
  * (sealed) values, so a change need not re-enter them; a secret set to `null` is removed.
  * `headers` is merged by name the same way.
  */
-export function keepOmittedSecrets(next: Loose, stored: Loose | undefined): Loose {
+export function keepOmittedSecrets(given: Loose, stored: Loose | undefined): Loose {
+  // A secret sent back as the API showed it (`[redacted]`) is the stored one, not a new value.
+  const next = withoutRedacted(given);
   const out: Loose = { ...next };
   if (stored) {
     if (!('api_key' in next) && typeof stored.api_key === 'string' && !('api_keys' in next)) out.api_key = stored.api_key;

@@ -120,9 +120,10 @@ export const EMBEDDING_BATCH_LIMIT: Readonly<Partial<Record<ProviderKind, number
 export { KIND_SCHEMAS };
 
 /** USD per 1M tokens, and USD per request. Given as numbers or decimal strings. */
+/** USD per 1M tokens (or per request): at most 1,000,000,000, with at most 6 decimals. */
 const price = z.union([
-  z.number().min(0).refine((n) => Number.isFinite(n) && Number(n.toFixed(6)) === n, 'must have at most 6 decimals'),
-  z.string().regex(/^\d+(\.\d{1,6})?$/, 'must be a non-negative decimal with at most 6 decimals'),
+  z.number().min(0).max(1_000_000_000, 'must be at most 1000000000 (USD per 1M tokens)').refine((n) => Number.isFinite(n) && Number(n.toFixed(6)) === n, 'must have at most 6 decimals'),
+  z.string().regex(/^\d{1,10}(\.\d{1,6})?$/, 'must be a non-negative decimal with at most 10 digits before the point and 6 after it'),
 ]);
 
 export const pricingSchema = z

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
-import { apiEntryRefusals, entryIssuePath, keepOmittedSecrets, mapSecrets, mergeCatalog, redactSecrets, type OverlayEntry } from '../config/catalog-overlay.js';
+import { apiEntryRefusals, changedSecrets, entryIssuePath, keepOmittedSecrets, mapSecrets, mergeCatalog, redactSecrets, type OverlayEntry } from '../config/catalog-overlay.js';
 import { ConfigError, parseConfigWithWarnings, type LoadedConfig } from '../config/load.js';
 import { GatewayError } from '../errors/gateway-error.js';
 import { audited, type AuditActor } from '../store/audit-log.js';
@@ -47,6 +47,8 @@ export class CatalogSync {
   private timer: NodeJS.Timeout | undefined;
   private refreshing: Promise<void> | undefined;
   private unreachableSince = 0;
+  /** The stored revision last found not to validate here (logged once). */
+  private refusedRevision = -1;
   private writes: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly o: CatalogSyncOptions, file: LoadedConfig) {
@@ -106,7 +108,10 @@ export class CatalogSync {
     if (this.refreshing) return this.refreshing;
     this.refreshing = (async () => {
       try {
-        if (!force && (await catalogRevision(this.o.db)) === this.snapshot.revision) return;
+        if (!force) {
+          const revision = await catalogRevision(this.o.db);
+          if (revision === this.snapshot.revision || revision === this.refusedRevision) return;
+        }
         const snap = await loadCatalogSnapshot(this.o.db);
         if (this.unreachableSince) this.o.log.info('catalog: the database answers again');
         this.unreachableSince = 0;
@@ -118,7 +123,9 @@ export class CatalogSync {
           this.o.apply(merged);
           if (snap.entries.length > 0 || !force) this.o.log.info({ revision: snap.revision, entries: snap.entries.length }, 'catalog: entries from the database in force');
         } catch (err) {
-          this.o.log.error({ revision: snap.revision, err: err instanceof Error ? err.message : err }, 'catalog: the database entries do not validate with this replica\'s config; the previous catalog keeps serving');
+          // Said once per revision (the check comes back every pollMs).
+          if (this.refusedRevision !== snap.revision) this.o.log.error({ revision: snap.revision, err: err instanceof Error ? err.message : err }, 'catalog: the database entries do not validate with this replica\'s config; the previous catalog keeps serving');
+          this.refusedRevision = snap.revision;
         }
       } catch (err) {
         if (!this.unreachableSince) this.o.log.warn({ err: err instanceof Error ? err.message : err }, 'catalog: cannot read the stored entries; retrying');
@@ -144,7 +151,9 @@ export class CatalogSync {
 
   private async changeNow(req: CatalogRequest, actor: AuditActor): Promise<StoredCatalogEntry | undefined> {
     const list = req.kind === 'provider' ? this.file.config.providers : this.file.config.models;
-    if (list.some((e) => e.id === req.id)) throw new GatewayError('catalog_entry_read_only', `${req.kind} ${JSON.stringify(req.id)} comes from the config file and is read-only here; change it in the file`, { param: 'id' });
+    // A stored entry the file now shadows may still be removed; nothing else of the file's ids is the API's.
+    const shadowedDelete = req.op === 'delete' && this.snapshot.entries.some((e) => e.kind === req.kind && e.id === req.id);
+    if (!shadowedDelete && list.some((e) => e.id === req.id)) throw new GatewayError('catalog_entry_read_only', `${req.kind} ${JSON.stringify(req.id)} comes from the config file and is read-only here; change it in the file`, { param: 'id' });
     for (let attempt = 0; attempt < 5; attempt++) {
       let snap: CatalogSnapshot;
       try {
@@ -174,7 +183,10 @@ export class CatalogSync {
         const action = `catalog_${req.kind}.${req.op === 'delete' ? 'delete' : stored ? 'update' : 'create'}`;
         revision = await audited(this.o.db, actor, async (trx) => {
           const rev = await writeCatalogChange(trx, req.op === 'delete' ? req : { op: 'put', kind: req.kind, id: req.id, entry: written!.entry }, snap.revision, actor.id);
-          const change = { action, targetType: `catalog_${req.kind}`, targetId: req.id, before: stored ? redactSecrets(stored.entry) : null, after: written ? redactSecrets(written.entry) : null };
+          // The audit row never holds a secret, but says which ones changed.
+          const secretsChanged = changedSecrets(stored?.entry, written?.entry);
+          const after = written ? { ...redactSecrets(written.entry), ...(secretsChanged.length ? { secrets_changed: secretsChanged } : {}) } : null;
+          const change = { action, targetType: `catalog_${req.kind}`, targetId: req.id, before: stored ? redactSecrets(stored.entry) : null, after };
           return { result: rev, change: rev === 'conflict' ? undefined : change };
         });
       } catch (err) {

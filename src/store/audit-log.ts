@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Database } from './schema.js';
 import type { ApiKey } from './keys.js';
 import type { Team } from './teams.js';
@@ -142,7 +142,8 @@ const parseJson = (s: string | null): unknown => (s === null ? null : (JSON.pars
  */
 export async function listAudit(db: Kysely<Database>, q: AuditQuery): Promise<{ data: AuditEntry[]; next_cursor: string | null }> {
   let query = db.selectFrom('audit_log').selectAll();
-  if (q.action !== undefined) query = q.action.endsWith('.') ? query.where('action', 'like', `${q.action.replace(/[%_\\]/g, '')}%`) : query.where('action', '=', q.action);
+  // A prefix (`team.`, `catalog_model.`) compares the action's first characters: no LIKE, whose `_` and `%` would need escaping per engine.
+  if (q.action !== undefined) query = q.action.endsWith('.') ? query.where(sql<boolean>`substr(action, 1, ${q.action.length}) = ${q.action}`) : query.where('action', '=', q.action);
   if (q.targetType !== undefined) query = query.where('target_type', '=', q.targetType);
   if (q.targetId !== undefined) query = query.where('target_id', '=', q.targetId);
   if (q.actor !== undefined) query = query.where('actor_id', '=', q.actor);

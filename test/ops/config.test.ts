@@ -68,7 +68,7 @@ test('config: prices with more than 6 decimals are refused (money stays exact)',
   const bad = structuredClone(base) as unknown as { models: { endpoints: Record<string, unknown>[] }[] };
   bad.models[0]!.endpoints[0]!.pricing = { prompt: '0.0000001' };
   assert.deepEqual(issuesOf(() => parseConfig(bad, 'x.yaml', { GROQ_API_KEY: 'k' })), [
-    'models[0].endpoints[0].pricing.prompt: must be a non-negative decimal with at most 6 decimals',
+    'models[0].endpoints[0].pricing.prompt: must be a non-negative decimal with at most 10 digits before the point and 6 after it',
   ]);
 });
 

@@ -127,7 +127,10 @@ describe('the catalog API on one gateway', () => {
     assert.equal(rows.length, 1);
     assert.ok(!rows[0]!.entry.includes('sk-stored-secret') && !rows[0]!.entry.includes('blue'), rows[0]!.entry);
     assert.match(JSON.parse(rows[0]!.entry).api_key, /^opsec1:[0-9a-f]{8}\./);
-    // A change without the secrets keeps them (a new base URL is the change).
+    // A change without the secrets keeps them (a new base URL is the change); so does the entry
+    // sent back as GET showed it, `[redacted]` included.
+    const shown = (await admin('GET', '/catalog')).body.providers.find((x: Json) => x.id === 'extra').entry;
+    assert.equal((await admin('PUT', '/catalog/providers/extra', shown)).status, 200);
     const changed = await admin('PUT', '/catalog/providers/extra', { kind: 'openai', base_url: `${second.url}/` });
     assert.equal(changed.status, 200, JSON.stringify(changed.body));
     second.enqueue(completion('again'));
@@ -141,9 +144,13 @@ describe('the catalog API on one gateway', () => {
     // Each change is an audit row, its secrets left out (issue 23 item 4).
     const audit = await admin('GET', '/audit?target=catalog_provider:extra');
     assert.equal(audit.status, 200, JSON.stringify(audit.body));
-    assert.deepEqual(audit.body.data.map((r: Json) => [r.action, r.actor.type, r.actor.id]), [['catalog_provider.update', 'admin_key', 'admin'], ['catalog_provider.create', 'admin_key', 'admin']]);
+    assert.deepEqual(audit.body.data.map((r: Json) => [r.action, r.actor.type, r.actor.id]), [['catalog_provider.update', 'admin_key', 'admin'], ['catalog_provider.update', 'admin_key', 'admin'], ['catalog_provider.create', 'admin_key', 'admin']]);
     assert.equal(audit.body.data[0].after.base_url, `${second.url}/`);
-    assert.equal(audit.body.data[1].before, null);
+    // Which secrets changed is said (never their values): none after the echo, both at creation.
+    assert.deepEqual([audit.body.data[0].after.secrets_changed, audit.body.data[1].after.secrets_changed, audit.body.data[2].after.secrets_changed], [undefined, undefined, ['api_key', 'headers.x-team']]);
+    assert.equal(audit.body.data[2].before, null);
+    // The action prefix filter takes names with `_`.
+    assert.equal((await admin('GET', '/audit?action=catalog_provider.')).body.data.length, 3);
     assert.ok(!JSON.stringify(audit.body).includes('sk-stored-secret') && !JSON.stringify(audit.body).includes('opsec1:'), JSON.stringify(audit.body));
   });
 
@@ -155,6 +162,8 @@ describe('the catalog API on one gateway', () => {
     const issues: string[] = bad.body.error.metadata.issues;
     assert.ok(issues.some((i) => i.startsWith('context_length: ')), issues.join('\n'));
     assert.ok(issues.some((i) => i.startsWith('endpoints[0].provider: ')), issues.join('\n'));
+    const pricey = await admin('PUT', '/catalog/models/team/pricey', { context_length: 4096, endpoints: [{ provider: 'up', upstream_model: 'x', pricing: { prompt: 1e21 } }] });
+    assert.deepEqual([pricey.status, pricey.body.error.param], [400, 'endpoints[0].pricing.prompt']);
     const unknownField = await admin('PUT', '/catalog/providers/odd', { kind: 'openai', base_url: second.url, colour: 'red' });
     assert.deepEqual([unknownField.status, unknownField.body.error.code, unknownField.body.error.metadata.issues], [400, 'invalid_catalog_entry', ['colour: unknown key']]);
     assert.equal((await admin('GET', '/catalog')).body.revision, before);
@@ -167,6 +176,14 @@ describe('the catalog API on one gateway', () => {
     assert.deepEqual([local.status, local.body.error.param], [400, 'kind']);
     const file = await admin('PUT', '/catalog/providers/vx', { kind: 'vertex', vertex: { project: 'p', location: 'us-central1', key_file: '/etc/passwd' } });
     assert.deepEqual([file.status, file.body.error.param], [400, 'vertex.key_file']);
+    // A preset's key would be `${OPENAI_API_KEY}` (read from the environment in the file only): the API needs the key.
+    const preset = await admin('PUT', '/catalog/providers/pre', { preset: 'openai' });
+    assert.deepEqual([preset.status, preset.body.error.param], [400, 'api_key']);
+    // A flood of headers is refused, and a body past 256 KB is a 413 before it is parsed.
+    const headers = Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`x-h${i}`, 'v']));
+    assert.deepEqual((await admin('PUT', '/catalog/providers/many', { kind: 'openai', base_url: second.url, headers })).body.error.param, 'headers');
+    const huge = await admin('PUT', '/catalog/providers/huge', { kind: 'openai', base_url: second.url, description: 'x'.repeat(300_000) });
+    assert.equal(huge.status, 413);
   });
 
   test('removing a provider a stored model uses is refused naming the model; removing both works and the model is gone', async () => {

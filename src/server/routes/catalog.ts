@@ -7,6 +7,9 @@ import { actorOf, requireAdmin } from './admin-input.js';
 
 type Loose = Record<string, unknown>;
 
+/** Largest body of a catalog `PUT` (one entry), in bytes. */
+const MAX_ENTRY_BYTES = 256 * 1024;
+
 /** One entry as the catalog API shows it: where it comes from and its config, secrets redacted. */
 interface CatalogEntryObject {
   kind: CatalogEntryKind;
@@ -89,9 +92,11 @@ export function registerCatalogRoutes(app: FastifyInstance, catalog: () => Catal
     await catalog().change({ op: 'delete', kind, id }, actorOf(req));
     return { revision: catalog().revision(), data: { kind, id, deleted: true } };
   };
-  app.put('/v1/catalog/providers/:id', put('provider'));
+  // One entry is small: a larger body (a flood of headers or endpoints) is a 413 before it is parsed.
+  const bodyLimit = MAX_ENTRY_BYTES;
+  app.put('/v1/catalog/providers/:id', { bodyLimit }, put('provider'));
   app.delete('/v1/catalog/providers/:id', remove('provider'));
-  app.put('/v1/catalog/models/*', put('model'));
+  app.put('/v1/catalog/models/*', { bodyLimit }, put('model'));
   app.delete('/v1/catalog/models/*', remove('model'));
 }
 

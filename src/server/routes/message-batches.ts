@@ -27,11 +27,13 @@ const listQuery = z.object({
   before_id: z.string().max(200).optional(),
 });
 
-/** The origin the client reached this gateway at (for `results_url`). */
+/**
+ * The origin the client reached this gateway at (for `results_url`): the request's `Host`.
+ * `X-Forwarded-Host` is not trusted (the gateway has no trusted-proxy setting): a proxy in front
+ * passes the original `Host` on (nginx: `proxy_set_header Host $host`).
+ */
 function originOf(req: FastifyRequest): string {
-  const host = req.headers['x-forwarded-host'] ?? req.headers.host ?? 'localhost';
-  const proto = req.headers['x-forwarded-proto'] ?? req.protocol;
-  return `${String(proto).split(',')[0]!.trim()}://${String(host).split(',')[0]!.trim()}`;
+  return `${req.protocol}://${req.headers.host ?? 'localhost'}`;
 }
 
 /** Register `/v1/messages/batches`. */
