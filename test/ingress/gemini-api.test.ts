@@ -365,6 +365,19 @@ describe('Gemini API ingress over HTTP', () => {
     });
   });
 
+  describe('malformed contents', () => {
+    it('empty parts everywhere and an unknown role are 400s naming the field; nothing goes upstream', async () => {
+      const before = openai.requests.length;
+      const empty = await post('/v1beta/models/test/chat:generateContent', { contents: [{ role: 'user', parts: [] }] });
+      assert.equal(empty.status, 400);
+      assert.equal(((await empty.json()) as Json).error.details[0].metadata.param, 'contents');
+      const robot = await post('/v1beta/models/test/chat:generateContent', { contents: [{ role: 'robot', parts: [{ text: 'hi' }] }] });
+      assert.equal(robot.status, 400);
+      assert.equal(((await robot.json()) as Json).error.details[0].metadata.param, 'contents[0].role');
+      assert.equal(openai.requests.length, before);
+    });
+  });
+
   describe('candidateCount', () => {
     it('> 1 is a 400 naming generationConfig.candidateCount; 1 is served', async () => {
       const before = openai.requests.length;

@@ -25,7 +25,8 @@ const part = z
   })
   .passthrough();
 
-const content = z.object({ role: z.string().optional(), parts: z.array(part).default([]) }).passthrough();
+/** A turn: `user` or `model` (`function`: the older API's role of function responses). */
+const content = z.object({ role: z.enum(['user', 'model', 'function'], { message: 'must be "user" or "model"' }).optional(), parts: z.array(part).default([]) }).passthrough();
 
 const functionDeclaration = z
   .object({
@@ -69,8 +70,13 @@ export const geminiRequestSchema = z
     model: z.string().min(1, 'the model in the URL is empty'),
     stream: z.boolean(),
     alt: z.enum(['sse', 'json']),
-    contents: z.array(content).min(1, 'at least one content is required'),
-    systemInstruction: z.union([content, z.string()]).optional(),
+    // Google refuses a request with nothing to answer: at least one part in some content.
+    contents: z
+      .array(content)
+      .min(1, 'at least one content is required')
+      .refine((cs) => cs.some((c) => c.parts.length > 0), 'every content has empty parts: at least one part is required'),
+    // Its role is ignored by Google (clients send none, `user` or `system`).
+    systemInstruction: z.union([z.object({ role: z.string().optional(), parts: z.array(part).default([]) }).passthrough(), z.string()]).optional(),
     tools: z.array(tool).max(512, 'at most 512 tools are allowed').optional(),
     toolConfig: z
       .object({
