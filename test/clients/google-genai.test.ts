@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { GoogleGenAI, FunctionCallingConfigMode, type Content } from '@google/genai';
-import { loadChunks, loadJson, startUpstream, type Upstream } from '../helpers/replay-upstream.js';
+import { fixturesAvailable, loadChunks, loadJson, startUpstream, type Upstream } from '../helpers/replay-upstream.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { lastGeneration } from '../helpers/generation-record.js';
 
@@ -157,7 +157,7 @@ describe('@google/genai against the Gemini API ingress', () => {
     });
   });
 
-  describe('native to a Gemini upstream', () => {
+  describe('native to a Gemini upstream', { skip: fixturesAvailable() ? false : 'the recordings folder ../shared/fixtures/recorded is absent' }, () => {
     it('generateContent: the body goes through as sent (thought signatures, safety settings), the answer comes back as Google sent it', async () => {
       const recorded = loadJson('google/google-text.json') as Json;
       gemini.enqueue({ json: recorded });
