@@ -9,7 +9,7 @@ import type { Database, GenerationsTable } from '../../store/schema.js';
 import { newRequestId, randomId } from '../../util/ids.js';
 import { serveGeneration } from '../stages/serve-generation.js';
 import type { GatewayRuntime } from '../state/runtime.js';
-import { CapturedAnswer } from './captured-answer.js';
+import { CapturedAnswer } from '../state/captured-answer.js';
 import { finalizeBatch } from './batch-finalize.js';
 
 /** Refusals a batch line waits out and runs again (the key's or the upstream's rate limit, a full gateway), rather than answering. */
@@ -221,7 +221,7 @@ export class BatchRunner {
       const body = ingress ? ingress.errorBody(err, requestId) : { error: err.toBody(requestId) };
       return this.queueResult({ batchId: line.batch_id, lineNo: line.line_no, statusCode: err.status, result: JSON.stringify(body), generationId: null, requestId, row: undefined });
     }
-    const answer = new CapturedAnswer();
+    const answer = new CapturedAnswer('a batch line');
     let row: GenerationsTable | undefined;
     const capture = (r: GenerationsTable) => {
       row = r;

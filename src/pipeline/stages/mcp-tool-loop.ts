@@ -18,37 +18,9 @@ import type { GatewayRuntime } from '../state/runtime.js';
 import { refuseWith } from './client-response.js';
 import { finishGeneration } from './finish.js';
 import { serveGeneration } from './serve-generation.js';
+import { CapturedAnswer } from '../state/captured-answer.js';
 
 type Json = Record<string, unknown>;
-
-/** One model turn's answer, as {@link serveGeneration} sent it. */
-class CapturedAnswer implements ClientSink {
-  status = 0;
-  headers: Record<string, string> = {};
-  body: unknown;
-  headersSent = false;
-  finished = false;
-  writeHead(status: number, headers: Record<string, string>): void {
-    // Turns are not streamed; a stream here is a bug, answered as a failure.
-    this.send(status === 200 ? 500 : status, headers, { error: { message: 'a tool-loop turn answered with a stream', type: 'server_error', code: 'internal_error', param: null } });
-  }
-  write(): undefined {
-    return undefined;
-  }
-  end(): void {}
-  send(status: number, headers: Record<string, string>, body: unknown): void {
-    if (this.headersSent) return;
-    Object.assign(this, { status, headers, body, headersSent: true, finished: true });
-  }
-  abandon(): void {
-    this.finished = true;
-  }
-  holdEnd(): () => void {
-    return () => {};
-  }
-  onClose(): void {}
-  offClose(): void {}
-}
 
 /** A tool the model is offered: the server and the tool's own name. */
 interface OfferedTool {
@@ -105,7 +77,7 @@ export async function serveMcpToolLoop(rt: GatewayRuntime, ingress: GenerationIn
     }
     for (let round = 1; !gone; round++) {
       const answerNow = round >= bounds.max_rounds || Date.now() - started >= bounds.max_time_ms;
-      const turn = new CapturedAnswer();
+      const turn = new CapturedAnswer('a tool-loop turn');
       await serveGeneration(rt, ingress, turnBody(body, functions, state.turnItems, answerNow), key, requestId, turn, headers);
       if (turn.status !== 200) return await failTurn(sink, body, requestId, state, turn);
       const response = turn.body as Json;
