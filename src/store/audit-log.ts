@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import { inTransaction } from './database.js';
 import type { Database } from './schema.js';
 import type { ApiKey } from './keys.js';
 import type { Team } from './teams.js';
@@ -109,7 +110,7 @@ export async function audited<T>(db: Kysely<Database>, actor: AuditActor, fn: (t
     if (change) await appendAudit(trx, actor, change);
     return result;
   };
-  return db.isTransaction ? run(db) : db.transaction().execute(run);
+  return inTransaction(db, run);
 }
 
 /** Filters of {@link listAudit}; times in ms since the epoch, `until` exclusive. */

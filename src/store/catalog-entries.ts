@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { inTransaction } from './database.js';
 import type { Database } from './schema.js';
 
 /** Which list of the config an entry belongs to: `providers` or `models`. */
@@ -68,5 +69,5 @@ export async function writeCatalogChange(db: Kysely<Database>, change: CatalogCh
     }
     return expectedRevision + 1;
   };
-  return db.isTransaction ? run(db) : db.transaction().execute(run);
+  return inTransaction(db, run);
 }

@@ -256,3 +256,11 @@ function withStatementCache(sqlite: SQLite.Database, size = 256): SQLite.Databas
     },
   });
 }
+
+/**
+ * Run `fn` in `db` when it is a transaction already (Kysely transactions do not nest: a change
+ * and its audit row share the caller's), else in a transaction of its own.
+ */
+export function inTransaction<T>(db: Kysely<Database>, fn: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
+  return db.isTransaction ? fn(db) : db.transaction().execute(fn);
+}

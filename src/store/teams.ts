@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
 import type { Database } from './schema.js';
-import { gatewayErrorOf } from './database.js';
+import { gatewayErrorOf, inTransaction } from './database.js';
 import { randomId } from '../util/ids.js';
 
 /**
@@ -94,7 +94,7 @@ export async function deleteTeam(db: Kysely<Database>, id: string): Promise<numb
     return Number(res.numDeletedRows) > 0 ? Number(detached.numUpdatedRows) : undefined;
   };
   // Inside the caller's transaction (the audit log's) when it is one: Kysely transactions do not nest.
-  return db.isTransaction ? run(db) : db.transaction().execute(run);
+  return inTransaction(db, run);
 }
 
 /** Ids of the keys of each team (`team_id` → key ids); keys without a team are left out. */
